@@ -1,0 +1,1 @@
+"""optmodels: training problems of machine learning as algebraic models."""

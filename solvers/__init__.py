@@ -1,0 +1,30 @@
+"""Monolithic backends and decomposition / sketching strategies, on arrays and small protocols.
+
+This package never imports :mod:`optmodels`.
+"""
+
+from solvers.errors import (
+    DataError,
+    ExportError,
+    InfeasibleError,
+    LimitReachedError,
+    NumericalError,
+    SolveError,
+    UnboundedError,
+)
+from solvers.kernels import Kernel
+from solvers.result import SolutionStatus, SolveResult, TerminationCondition
+
+__all__ = [
+    "DataError",
+    "ExportError",
+    "InfeasibleError",
+    "Kernel",
+    "LimitReachedError",
+    "NumericalError",
+    "SolutionStatus",
+    "SolveError",
+    "SolveResult",
+    "TerminationCondition",
+    "UnboundedError",
+]
