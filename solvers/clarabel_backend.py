@@ -1,0 +1,125 @@
+"""Clarabel (interior point for LP, QP and cones): LP/QP through its own API, conic through CVXPY.
+
+Clarabel solves  min 1/2 x'Px + q'x  s.t.  A x + s = b,  s in K, with duals z in K*, and the
+stationarity  P x + q + A' z = 0.  Rows ``a'x <= hi`` become (a, hi) in the nonnegative cone
+(y = -z), rows ``a'x >= lo`` become (-a, -lo) (y = +z), equalities the zero cone (y = -z).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers.backend import BackendOutput
+from solvers.qp import QPData
+from solvers.result import TerminationCondition as T
+
+# Native statuses (clarabel.SolverStatus names) -> termination, in this one place.
+STATUS_MAP = {
+    "Solved": T.OPTIMAL,
+    "AlmostSolved": T.NUMERICAL_ERROR,
+    "PrimalInfeasible": T.INFEASIBLE,
+    "AlmostPrimalInfeasible": T.INFEASIBLE,
+    "DualInfeasible": T.UNBOUNDED,
+    "AlmostDualInfeasible": T.UNBOUNDED,
+    "MaxIterations": T.ITERATION_LIMIT,
+    "MaxTime": T.TIME_LIMIT,
+    "NumericalError": T.NUMERICAL_ERROR,
+    "InsufficientProgress": T.NUMERICAL_ERROR,
+    "CallbackTerminated": T.ERROR,
+    "Unsolved": T.ERROR,
+}
+
+
+class ClarabelBackend:
+    """Clarabel: LP and QP natively, exponential-cone models through CVXPY."""
+
+    NAME: ClassVar[str] = "clarabel"
+    SUPPORTS: ClassVar[frozenset[str]] = frozenset({"lp", "qp", "exp"})
+    CVXPY_NAME: ClassVar[str] = "CLARABEL"
+
+    @staticmethod
+    def available() -> bool:
+        try:
+            import clarabel  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    @staticmethod
+    def version() -> str:
+        import clarabel
+
+        return str(getattr(clarabel, "__version__", "") or clarabel.buildinfo().get("version", ""))
+
+    def solve_qp(
+        self,
+        qp: QPData,
+        *,
+        time_limit: float | None = None,
+        max_iter: int | None = None,
+        verbose: bool = False,
+        options: dict[str, Any] | None = None,
+    ) -> BackendOutput:
+        import clarabel
+
+        A, b, sign, n_eq, row_of = _stack(qp)
+        P = sp.csc_matrix(sp.triu(qp.P)) if not qp.is_lp else sp.csc_matrix((qp.n_cols, qp.n_cols))
+        cones = []
+        if n_eq:
+            cones.append(clarabel.ZeroConeT(n_eq))
+        if A.shape[0] - n_eq:
+            cones.append(clarabel.NonnegativeConeT(A.shape[0] - n_eq))
+        settings = clarabel.DefaultSettings()
+        settings.verbose = bool(verbose)
+        if max_iter is not None:
+            settings.max_iter = int(max_iter)
+        if time_limit is not None:
+            settings.time_limit = float(time_limit)
+        for key, value in (options or {}).items():
+            if not hasattr(settings, key):
+                raise ValueError(f"Clarabel has no setting {key!r}; see clarabel.DefaultSettings().")
+            setattr(settings, key, value)
+        t0 = time.perf_counter()
+        sol = clarabel.DefaultSolver(P, qp.c, sp.csc_matrix(A), b, cones, settings).solve()
+        elapsed = time.perf_counter() - t0
+        raw = str(sol.status).split(".")[-1]
+        term = STATUS_MAP.get(raw, T.ERROR)
+        x = np.asarray(sol.x, dtype=float)
+        z = np.asarray(sol.z, dtype=float)
+        y = np.zeros(qp.n_rows)
+        keep = row_of >= 0
+        np.add.at(y, row_of[keep], sign[keep] * z[keep])
+        return BackendOutput(term, raw, x, y, int(sol.iterations), elapsed, self.NAME, self.version())
+
+    def solve_cvxpy(self, problem: Any, **kw: Any) -> tuple[T, str, float, int]:
+        from solvers.cvxpy_lowering import run_cvxpy
+
+        return run_cvxpy(problem, self.CVXPY_NAME, **kw)
+
+
+def _stack(qp: QPData) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray, int, np.ndarray]:
+    """Rows of ``A x + s = b`` (equalities first), the sign mapping z to y, and each row's origin
+    (-1 for a bound)."""
+    n = qp.n_cols
+    eye = sp.identity(n, format="csr")
+    eq = np.isfinite(qp.row_lo) & (qp.row_lo == qp.row_hi)
+    parts = [
+        (qp.A[eq], qp.row_lo[eq], -1.0, np.flatnonzero(eq)),
+        (qp.A[~eq & np.isfinite(qp.row_hi)], qp.row_hi[~eq & np.isfinite(qp.row_hi)], -1.0,
+         np.flatnonzero(~eq & np.isfinite(qp.row_hi))),
+        (-qp.A[~eq & np.isfinite(qp.row_lo)], -qp.row_lo[~eq & np.isfinite(qp.row_lo)], 1.0,
+         np.flatnonzero(~eq & np.isfinite(qp.row_lo))),
+        (eye[np.isfinite(qp.col_hi)], qp.col_hi[np.isfinite(qp.col_hi)], 0.0,
+         np.full(int(np.isfinite(qp.col_hi).sum()), -1)),
+        (-eye[np.isfinite(qp.col_lo)], -qp.col_lo[np.isfinite(qp.col_lo)], 0.0,
+         np.full(int(np.isfinite(qp.col_lo).sum()), -1)),
+    ]
+    A = sp.vstack([p[0] for p in parts], format="csr")
+    b = np.concatenate([p[1] for p in parts])
+    sign = np.concatenate([np.full(p[1].shape[0], p[2]) for p in parts])
+    row_of = np.concatenate([p[3] for p in parts]).astype(int)
+    return A, b, sign, int(eq.sum()), row_of

@@ -1,0 +1,147 @@
+"""HiGHS (LP by simplex or interior point, convex QP by active set) through highspy.
+
+Capabilities: LP and QP. HiGHS's row duals already follow :mod:`solvers.qp`'s convention for a
+minimisation (``c + P x - A' y`` are its column duals). Its QP regularization (1e-7 by default)
+changes the answer of ill-conditioned QPs, so it is switched off here.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers.backend import BackendOutput
+from solvers.qp import QPData
+from solvers.result import TerminationCondition as T
+
+# Native model statuses (highspy.HighsModelStatus) -> termination, in this one place.
+STATUS_MAP = {
+    "kOptimal": T.OPTIMAL,
+    "kInfeasible": T.INFEASIBLE,
+    "kUnboundedOrInfeasible": T.INFEASIBLE_OR_UNBOUNDED,
+    "kUnbounded": T.UNBOUNDED,
+    "kTimeLimit": T.TIME_LIMIT,
+    "kIterationLimit": T.ITERATION_LIMIT,
+    "kObjectiveBound": T.ERROR,
+    "kObjectiveTarget": T.ERROR,
+    "kSolutionLimit": T.ITERATION_LIMIT,
+    "kInterrupt": T.ERROR,
+    "kMemoryLimit": T.ERROR,
+    "kSolveError": T.NUMERICAL_ERROR,
+    "kPostsolveError": T.NUMERICAL_ERROR,
+    "kPresolveError": T.ERROR,
+    "kLoadError": T.ERROR,
+    "kModelError": T.ERROR,
+    "kModelEmpty": T.OPTIMAL,
+    "kNotset": T.ERROR,
+    "kUnknown": T.NUMERICAL_ERROR,
+}
+
+
+def to_highs(qp: QPData, *, names: bool = False, verbose: bool = False) -> Any:
+    """Build a ``highspy.Highs`` object holding ``qp`` (names optional: costly for large n)."""
+    import highspy
+
+    h = highspy.Highs()
+    h.setOptionValue("output_flag", bool(verbose))
+    inf = highspy.kHighsInf
+    lp = highspy.HighsLp()
+    lp.num_col_ = qp.n_cols
+    lp.num_row_ = qp.n_rows
+    lp.col_cost_ = qp.c
+    lp.col_lower_ = np.where(np.isfinite(qp.col_lo), qp.col_lo, -inf)
+    lp.col_upper_ = np.where(np.isfinite(qp.col_hi), qp.col_hi, inf)
+    lp.row_lower_ = np.where(np.isfinite(qp.row_lo), qp.row_lo, -inf)
+    lp.row_upper_ = np.where(np.isfinite(qp.row_hi), qp.row_hi, inf)
+    lp.offset_ = qp.offset
+    A = sp.csc_matrix(qp.A)
+    lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
+    lp.a_matrix_.start_ = A.indptr
+    lp.a_matrix_.index_ = A.indices
+    lp.a_matrix_.value_ = A.data
+    lp.a_matrix_.num_col_ = qp.n_cols
+    lp.a_matrix_.num_row_ = qp.n_rows
+    if names:
+        lp.col_names_ = qp.col_names()
+        lp.row_names_ = qp.row_names()
+    h.passModel(lp)
+    if not qp.is_lp:
+        lower = sp.csc_matrix(sp.tril(qp.P))
+        hess = highspy.HighsHessian()
+        hess.dim_ = qp.n_cols
+        hess.format_ = highspy.HessianFormat.kTriangular
+        hess.start_ = lower.indptr
+        hess.index_ = lower.indices
+        hess.value_ = lower.data
+        h.passHessian(hess)
+    return h
+
+
+class HighsBackend:
+    """HiGHS through highspy: LP (interior point by default) and convex QP."""
+
+    NAME: ClassVar[str] = "highs"
+    SUPPORTS: ClassVar[frozenset[str]] = frozenset({"lp", "qp"})
+
+    @staticmethod
+    def available() -> bool:
+        try:
+            import highspy  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    @staticmethod
+    def version() -> str:
+        import highspy
+
+        h = highspy.Highs
+        return f"{h().versionMajor()}.{h().versionMinor()}.{h().versionPatch()}"
+
+    def solve_qp(
+        self,
+        qp: QPData,
+        *,
+        time_limit: float | None = None,
+        max_iter: int | None = None,
+        verbose: bool = False,
+        options: dict[str, Any] | None = None,
+    ) -> BackendOutput:
+        h = to_highs(qp, verbose=verbose)
+        opts: dict[str, Any] = {"qp_regularization_value": 0.0}
+        if qp.is_lp:
+            opts["solver"] = "ipm"
+        if time_limit is not None:
+            opts["time_limit"] = float(time_limit)
+        if max_iter is not None:
+            opts.update(ipm_iteration_limit=int(max_iter), simplex_iteration_limit=int(max_iter),
+                        qp_iteration_limit=int(max_iter))
+        opts.update(options or {})
+        for key, value in opts.items():
+            _set_option(h, key, value)
+        t0 = time.perf_counter()
+        h.run()
+        elapsed = time.perf_counter() - t0
+        status = h.getModelStatus()
+        raw = status.name if hasattr(status, "name") else str(status)
+        term = STATUS_MAP.get(raw, T.ERROR)
+        sol = h.getSolution()
+        info = h.getInfo()
+        x = np.array(sol.col_value) if sol.value_valid and len(sol.col_value) == qp.n_cols else None
+        y = np.array(sol.row_dual) if sol.dual_valid and len(sol.row_dual) == qp.n_rows else None
+        if x is None and term is T.OPTIMAL and qp.n_cols == 0:
+            x = np.zeros(0)
+        iters = int(max(info.ipm_iteration_count, 0) + max(info.simplex_iteration_count, 0)
+                    + max(info.qp_iteration_count, 0))
+        return BackendOutput(term, raw, x, y, iters, elapsed, self.NAME, self.version(),
+                             extra={"highs": h})
+
+
+def _set_option(h: Any, key: str, value: Any) -> None:
+    import highspy
+
+    if h.setOptionValue(key, value) != highspy.HighsStatus.kOk:
+        raise ValueError(f"HiGHS rejected the option {key}={value!r}; see the HiGHS option list.")

@@ -1,0 +1,188 @@
+"""The matrix form every LP/QP model is lowered to, and the toolkit's own optimality check.
+
+    minimize    1/2 x' P x + c' x + offset
+    subject to  row_lo <= A x <= row_hi,     col_lo <= x <= col_hi
+
+``P`` is symmetric positive semidefinite (``None`` for an LP). Infinite bounds are ``+-inf``.
+Variables and rows come in named *blocks* (``("beta", p)``, ``("e_plus", n)``), so writers can
+give each entry a readable name (``beta[3]``) without storing millions of strings.
+
+Dual convention (the same for every backend; each backend converts its own): the Lagrangian is
+``L = f(x) - y'(A x) - z'x`` with row multipliers ``y`` and reduced costs
+``z = P x + c - A' y``. At an optimum ``y_i >= 0`` only where the row is at its lower side,
+``y_i <= 0`` only at its upper side, and likewise ``z`` for the bounds. The dual objective is
+
+    g(y) = -1/2 x'Px + offset + sum_i [y_i]_+ row_lo_i - [y_i]_- row_hi_i
+                              + sum_j [z_j]_+ col_lo_j - [z_j]_- col_hi_j
+
+(with [.]_- the magnitude of the negative part), a lower bound on the optimum for any ``y`` whose
+required bounds are finite. :func:`check_kkt` computes it from the returned arrays: a solver's
+"optimal" is accepted only when the primal residual and the relative gap are both small.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import scipy.sparse as sp
+
+Block = tuple[str, int]
+
+
+@dataclasses.dataclass
+class QPData:
+    """An LP/QP in the matrix form above (see the module docstring)."""
+
+    c: np.ndarray
+    A: sp.csr_matrix
+    row_lo: np.ndarray
+    row_hi: np.ndarray
+    col_lo: np.ndarray
+    col_hi: np.ndarray
+    P: sp.csr_matrix | None = None
+    offset: float = 0.0
+    col_blocks: list[Block] = dataclasses.field(default_factory=list)
+    row_blocks: list[Block] = dataclasses.field(default_factory=list)
+    name: str = "model"
+
+    def __post_init__(self) -> None:
+        self.c = np.asarray(self.c, dtype=float)
+        self.A = sp.csr_matrix(self.A, dtype=float)
+        n = self.c.shape[0]
+        if self.A.shape[1] != n:
+            raise ValueError(f"A has {self.A.shape[1]} columns but c has {n} entries.")
+        if self.P is not None:
+            self.P = sp.csr_matrix(self.P, dtype=float)
+        if not self.col_blocks:
+            self.col_blocks = [("x", n)]
+        if not self.row_blocks:
+            self.row_blocks = [("r", self.A.shape[0])]
+
+    @property
+    def n_cols(self) -> int:
+        return int(self.c.shape[0])
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.A.shape[0])
+
+    @property
+    def is_lp(self) -> bool:
+        return self.P is None or self.P.nnz == 0
+
+    def objective(self, x: np.ndarray) -> float:
+        """f(x) = 1/2 x'Px + c'x + offset."""
+        val = float(self.c @ x) + self.offset
+        if not self.is_lp:
+            val += 0.5 * float(x @ (self.P @ x))
+        return val
+
+    def col_names(self) -> list[str]:
+        return _expand(self.col_blocks)
+
+    def row_names(self) -> list[str]:
+        return _expand(self.row_blocks)
+
+    def block(self, x: np.ndarray, name: str) -> np.ndarray:
+        """The slice of a column vector that belongs to the named block."""
+        start = 0
+        for block_name, size in self.col_blocks:
+            if block_name == name:
+                return x[start : start + size]
+            start += size
+        raise KeyError(f"No variable block {name!r}; blocks are {[b for b, _ in self.col_blocks]}.")
+
+    def assert_finite(self) -> None:
+        """Raise ValueError if any coefficient is NaN/inf (bounds may be +-inf, never NaN)."""
+        checks = {"c": self.c, "A": self.A.data, "offset": np.array([self.offset])}
+        if self.P is not None:
+            checks["P"] = self.P.data
+        for label, arr in checks.items():
+            if not np.all(np.isfinite(arr)):
+                raise ValueError(
+                    f"The model {self.name!r} has NaN or infinite entries in {label}; "
+                    "clean the input data (it is checked when a problem is built from arrays)."
+                )
+        for label, arr in {"row bounds": (self.row_lo, self.row_hi),
+                           "column bounds": (self.col_lo, self.col_hi)}.items():
+            if np.isnan(arr[0]).any() or np.isnan(arr[1]).any():
+                raise ValueError(f"The model {self.name!r} has NaN {label}.")
+
+
+def _expand(blocks: list[Block]) -> list[str]:
+    names: list[str] = []
+    for name, size in blocks:
+        names.extend(f"{name}[{i}]" for i in range(size))
+    return names
+
+
+@dataclasses.dataclass
+class KKTReport:
+    """Residuals of a candidate primal-dual pair (see :func:`check_kkt`).
+
+    ``primal_residual``: largest row/bound violation relative to 1 + |bound|.
+    ``dual_residual``: largest multiplier that points at an infinite bound (dual infeasibility),
+    relative to 1 + max(|c|, |P x|). ``gap``: f(x) - g(y), absolute.
+    """
+
+    primal_residual: float
+    dual_residual: float
+    dual_objective: float
+    primal_objective: float
+    gap: float
+
+    def ok(self, feas_tol: float, gap_tol: float) -> bool:
+        """True when both residuals are within ``feas_tol`` and the relative gap within ``gap_tol``."""
+        rel_gap = self.gap / max(1.0, abs(self.primal_objective))
+        return (self.primal_residual <= feas_tol and self.dual_residual <= feas_tol
+                and rel_gap <= gap_tol)
+
+
+def _violation(lhs: np.ndarray, rhs: np.ndarray) -> float:
+    """max over finite rhs of (lhs - rhs) / (1 + |rhs|), or 0."""
+    fin = np.isfinite(rhs)
+    if not fin.any():
+        return 0.0
+    return float(max(0.0, np.max((lhs[fin] - rhs[fin]) / (1.0 + np.abs(rhs[fin])))))
+
+
+def primal_residual(qp: QPData, x: np.ndarray) -> float:
+    """Largest violation of a row or a bound, scaled by 1 + |bound|."""
+    ax = qp.A @ x
+    return max(_violation(-ax, -qp.row_lo),
+               _violation(ax, qp.row_hi), _violation(-x, -qp.col_lo), _violation(x, qp.col_hi))
+
+
+def check_kkt(qp: QPData, x: np.ndarray, y: np.ndarray | None) -> KKTReport:
+    """Primal and dual residuals and the gap f(x) - g(y) of the module docstring.
+
+    Multipliers that would need an infinite bound are left out of g and counted in the dual
+    residual instead; without duals the gap is ``inf``.
+    """
+    f = qp.objective(x)
+    pres = primal_residual(qp, x)
+    if y is None:
+        return KKTReport(pres, np.inf, -np.inf, f, np.inf)
+    z = qp.c - qp.A.T @ y
+    g = qp.offset
+    scale = 1.0 + float(np.max(np.abs(qp.c), initial=0.0))
+    if not qp.is_lp:
+        px = qp.P @ x
+        z = z + px
+        g -= 0.5 * float(x @ px)
+        scale += float(np.max(np.abs(px), initial=0.0))
+    g_rows, bad_rows = _bound_term(y, qp.row_lo, qp.row_hi)
+    g_cols, bad_cols = _bound_term(z, qp.col_lo, qp.col_hi)
+    g += g_rows + g_cols
+    return KKTReport(pres, max(bad_rows, bad_cols) / scale, g, f, float(f - g))
+
+
+def _bound_term(m: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[float, float]:
+    """(sum of m_i times the bound it presses on, largest |m_i| pressing on an infinite bound)."""
+    pos = m > 0
+    on_lo = pos & np.isfinite(lo)
+    on_hi = ~pos & np.isfinite(hi)
+    val = float(m[on_lo] @ lo[on_lo] + m[on_hi] @ hi[on_hi])
+    bad = np.abs(m[~(on_lo | on_hi)])
+    return val, float(bad.max(initial=0.0))

@@ -1,0 +1,236 @@
+"""Frequent Directions (FD) and Robust Frequent Directions (RFD): streaming sketches of A'A.
+
+One pass over the rows of ``A`` (n x d), in blocks, keeps a buffer ``B`` of ``ell = 2m`` rows
+(memory O(m d); nothing d x d is ever formed). When the buffer is full it is *shrunk*::
+
+    B = U diag(S) V'  (conceptually);  delta = S[m-1]^2  (the m-th largest squared value)
+    B <- diag(sqrt(max(S^2 - delta, 0))) V'             (at most m-1 nonzero rows remain)
+    RFD only: rho <- rho + delta / 2
+
+Guarantee (Ghashami et al. 2016; Huang 2018 for RFD), for every unit u and 0 <= k < m::
+
+    0 <= ||A u||^2 - ||B u||^2 <= ||A - A_k||_F^2 / (m - k)                   (FD and RFD)
+    | ||A u||^2 - ||B u||^2 - rho | <= ||A - A_k||_F^2 / (2 (m - k))          (RFD)
+
+The shrink is computed through the eigendecomposition of the ell x ell Gram matrix
+``G = B B' = U diag(S^2) U'`` (``shrink="gram"``, the default): the new rows are
+``diag(sqrt((S^2 - delta) / S^2)) U' B``, so V is never formed and a row whose S^2 is tiny is
+only multiplied by a factor <= 1 (no division by a small singular value). ``shrink="svd"``
+uses ``numpy.linalg.svd(B)`` instead; both give the same sketch up to rounding (tested), the
+Gram route is about 4-5x faster at m = 256, d = 1024 on this machine.
+
+Sketches merge (``merge``): stacking two sketches and shrinking again keeps the same bound with
+``A`` the stacked data (mergeable summaries), which is what makes FD distributable.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from solvers.errors import DataError
+from solvers.sketch._validation import check_int, check_matrix
+
+_SHRINKS = ("gram", "svd")
+
+
+class FrequentDirections:
+    """Streaming Frequent Directions sketch ``B`` (m x d) of the rows of ``A``.
+
+    Parameters
+    ----------
+    m : int
+        Sketch size (the paper's m, the number of rows kept); ``1 <= m <= d``.
+    robust : bool, default False
+        Robust FD (Huang 2018): also accumulate ``rho = sum(delta) / 2`` so that
+        ``B'B + rho I`` approximates ``A'A`` twice as accurately.
+    shrink : {"gram", "svd"}, default "gram"
+        How the shrink's singular values are computed (see the module docstring).
+    buffer_rows : int, optional
+        Rows in the buffer (the paper's 2m; must exceed m). A larger buffer shrinks less often.
+
+    Attributes
+    ----------
+    sketch_ : ndarray (m, d)
+        The sketch B (rows sorted by decreasing norm; trailing rows may be zero).
+    rho_ : float
+        RFD's shift (0.0 for plain FD).
+    n_rows_seen_ : int
+        Rows processed so far (the paper's n).
+    frob2_ : float
+        ``||A||_F^2`` of the rows seen, for the bounds of Remark 2 (k = 0).
+    n_shrinks_ : int
+        Number of shrink steps performed.
+    """
+
+    def __init__(
+        self,
+        m: int,
+        *,
+        robust: bool = False,
+        shrink: str = "gram",
+        buffer_rows: int | None = None,
+    ) -> None:
+        self.m = check_int(m, "m", low=1)
+        if shrink not in _SHRINKS:
+            raise DataError(f"The 'shrink' parameter must be one of {_SHRINKS}; got {shrink!r}.")
+        self.robust = bool(robust)
+        self.shrink = shrink
+        ell = 2 * self.m if buffer_rows is None else buffer_rows
+        self.buffer_rows = check_int(ell, "buffer_rows", low=self.m + 1)
+        self._buf: np.ndarray | None = None
+        self._nfill = 0
+        self._delta_sum = 0.0
+        self.n_rows_seen_ = 0
+        self.frob2_ = 0.0
+        self.n_shrinks_ = 0
+
+    # ------------------------------------------------------------------ streaming
+    def partial_fit(self, block: np.ndarray) -> FrequentDirections:
+        """Process a block of rows (k x d) once; returns ``self``."""
+        X = check_matrix(block, "block", min_rows=0)
+        if self._buf is None:
+            d = X.shape[1]
+            if self.m > d:
+                raise DataError(
+                    f"The 'm' parameter (sketch size {self.m}) must be <= d = {d} features; "
+                    "with m >= d use A'A directly."
+                )
+            self._buf = np.zeros((self.buffer_rows, d))
+        elif X.shape[1] != self._buf.shape[1]:
+            raise DataError(
+                f"The 'block' argument has {X.shape[1]} features but this sketch expects "
+                f"{self._buf.shape[1]}."
+            )
+        self.frob2_ += float(np.einsum("ij,ij->", X, X))
+        self.n_rows_seen_ += X.shape[0]
+        self._insert(X)
+        return self
+
+    def fit(self, A: np.ndarray, *, block_size: int = 4096) -> FrequentDirections:
+        """Reset and sketch all rows of ``A`` in blocks of ``block_size`` rows."""
+        A = check_matrix(A, "A")
+        block_size = check_int(block_size, "block_size", low=1)
+        self.__init__(self.m, robust=self.robust, shrink=self.shrink,
+                      buffer_rows=self.buffer_rows)  # type: ignore[misc]
+        for start in range(0, A.shape[0], block_size):
+            self.partial_fit(A[start:start + block_size])
+        return self
+
+    def merge(self, other: FrequentDirections) -> FrequentDirections:
+        """Fold another sketch of other rows into this one (stack, shrink); returns ``self``."""
+        if not isinstance(other, FrequentDirections):
+            raise DataError(f"The 'other' argument must be a FrequentDirections; got {type(other)}.")
+        if other.m != self.m or other.robust != self.robust:
+            raise DataError(
+                "The 'other' argument must have the same m and robust flag as this sketch; got "
+                f"m={other.m}, robust={other.robust} against m={self.m}, robust={self.robust}."
+            )
+        if other._buf is None:
+            return self
+        rows = other._buf[: other._nfill]
+        if self._buf is None:
+            self._buf = np.zeros((self.buffer_rows, other._buf.shape[1]))
+        elif rows.shape[1] != self._buf.shape[1]:
+            raise DataError(
+                f"The 'other' sketch has {rows.shape[1]} features; this one {self._buf.shape[1]}."
+            )
+        self._insert(rows)
+        self._delta_sum += other._delta_sum
+        self.n_rows_seen_ += other.n_rows_seen_
+        self.frob2_ += other.frob2_
+        self.n_shrinks_ += other.n_shrinks_
+        return self
+
+    # ------------------------------------------------------------------ results
+    @property
+    def sketch_(self) -> np.ndarray:
+        """The m x d sketch B (shrinks the buffer first if it holds more than m rows)."""
+        if self._buf is None:
+            raise DataError("This sketch has seen no rows; call partial_fit(block) first.")
+        if self._nfill > self.m:
+            self._shrink()
+        return self._buf[: self.m].copy()
+
+    @property
+    def rho_(self) -> float:
+        """RFD's shift ``sum(delta) / 2`` (0.0 for plain FD)."""
+        if self._nfill > self.m:
+            self._shrink()
+        return 0.5 * self._delta_sum if self.robust else 0.0
+
+    @property
+    def delta_sum_(self) -> float:
+        """Total shrinkage ``sum(delta)``; FD's guarantee says it is <= ||A - A_k||_F^2/(m-k)."""
+        return self._delta_sum
+
+    # ------------------------------------------------------------------ internals
+    def _insert(self, X: np.ndarray) -> None:
+        buf = self._buf
+        assert buf is not None
+        ell = self.buffer_rows
+        pos = 0
+        while pos < X.shape[0]:
+            take = min(ell - self._nfill, X.shape[0] - pos)
+            buf[self._nfill:self._nfill + take] = X[pos:pos + take]
+            self._nfill += take
+            pos += take
+            if self._nfill == ell:
+                self._shrink()
+
+    def _shrink(self) -> None:
+        """Shrink the filled part of the buffer by its m-th largest squared singular value."""
+        buf = self._buf
+        assert buf is not None
+        Bf = buf[: self._nfill]
+        if self.shrink == "gram":
+            new, delta = _shrink_gram(Bf, self.m)
+        else:
+            new, delta = _shrink_svd(Bf, self.m)
+        k = new.shape[0]
+        buf[:k] = new
+        buf[k: self._nfill] = 0.0
+        self._nfill = k
+        self._delta_sum += delta
+        self.n_shrinks_ += 1
+
+
+class RobustFD(FrequentDirections):
+    """Robust Frequent Directions (Huang 2018): FD plus the shift ``rho_``; see the base class."""
+
+    def __init__(self, m: int, *, shrink: str = "gram", buffer_rows: int | None = None) -> None:
+        super().__init__(m, robust=True, shrink=shrink, buffer_rows=buffer_rows)
+
+    def fit(self, A: np.ndarray, *, block_size: int = 4096) -> RobustFD:
+        """Reset and sketch all rows of ``A`` in blocks of ``block_size`` rows."""
+        A = check_matrix(A, "A")
+        block_size = check_int(block_size, "block_size", low=1)
+        RobustFD.__init__(self, self.m, shrink=self.shrink, buffer_rows=self.buffer_rows)
+        for start in range(0, A.shape[0], block_size):
+            self.partial_fit(A[start:start + block_size])
+        return self
+
+
+def _shrink_gram(B: np.ndarray, m: int) -> tuple[np.ndarray, float]:
+    """FD shrink through ``eigh(B B')``; returns (new nonzero rows, delta)."""
+    G = B @ B.T
+    lam, U = np.linalg.eigh(G)
+    lam = lam[::-1]
+    U = U[:, ::-1]
+    lam = np.maximum(lam, 0.0)
+    delta = float(lam[m - 1]) if lam.shape[0] >= m else 0.0
+    keep = lam > delta
+    k = int(np.count_nonzero(keep))
+    if k == 0:
+        return np.zeros((0, B.shape[1])), delta
+    scale = np.sqrt((lam[:k] - delta) / lam[:k])
+    return (U[:, :k] * scale).T @ B, delta
+
+
+def _shrink_svd(B: np.ndarray, m: int) -> tuple[np.ndarray, float]:
+    """FD shrink through ``svd(B)``; returns (new nonzero rows, delta)."""
+    _, S, Vt = np.linalg.svd(B, full_matrices=False)
+    lam = S * S
+    delta = float(lam[m - 1]) if lam.shape[0] >= m else 0.0
+    keep = lam > delta
+    k = int(np.count_nonzero(keep))
+    return np.sqrt(lam[:k] - delta)[:, None] * Vt[:k], delta
