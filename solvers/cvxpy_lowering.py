@@ -18,7 +18,7 @@ from solvers.result import TerminationCondition as T
 
 STATUS_MAP = {
     "optimal": T.OPTIMAL,
-    "optimal_inaccurate": T.NUMERICAL_ERROR,
+    "optimal_inaccurate": T.OPTIMAL,  # a claim only: kept if the toolkit's own check passes
     "infeasible": T.INFEASIBLE,
     "infeasible_inaccurate": T.INFEASIBLE,
     "unbounded": T.UNBOUNDED,
@@ -76,7 +76,7 @@ def qp_to_cvxpy(qp: QPData) -> tuple[Any, Any, list[tuple[Any, np.ndarray, float
     x = cp.Variable(qp.n_cols)
     objective = qp.c @ x + qp.offset
     if not qp.is_lp:
-        objective = objective + 0.5 * cp.quad_form(x, cp.psd_wrap(sp.csc_matrix(qp.P)))
+        objective = objective + 0.5 * cp.sum_squares(psd_factor(qp.P) @ x)
     cons: list[tuple[Any, np.ndarray, float]] = []
     eq = np.isfinite(qp.row_lo) & (qp.row_lo == qp.row_hi)
     lo = np.isfinite(qp.row_lo) & ~eq
@@ -98,6 +98,20 @@ def qp_to_cvxpy(qp: QPData) -> tuple[Any, Any, list[tuple[Any, np.ndarray, float
         bounds.append(x[idx] <= qp.col_hi[idx])
     problem = cp.Problem(cp.Minimize(objective), [c for c, _, _ in cons] + bounds)
     return problem, x, cons
+
+
+def psd_factor(P: sp.spmatrix, rel_tol: float = 1e-12) -> sp.spmatrix | np.ndarray:
+    """F with F'F = P (P symmetric PSD): sqrt of the diagonal when P is diagonal, else the
+    eigen-factor keeping eigenvalues above ``rel_tol`` times the largest (round-off below it)."""
+    P = sp.csr_matrix(P)
+    off = P - sp.diags(P.diagonal())
+    if off.count_nonzero() == 0:
+        d = P.diagonal()
+        keep = np.flatnonzero(d > 0)
+        return sp.csr_matrix((np.sqrt(d[keep]), (np.arange(keep.size), keep)), shape=(keep.size, P.shape[0]))
+    vals, vecs = np.linalg.eigh(P.toarray())
+    keep = vals > rel_tol * max(vals.max(), 0.0)
+    return (vecs[:, keep] * np.sqrt(vals[keep])).T
 
 
 def solve_qp_via_cvxpy(qp: QPData, solver: str, name: str, version: str, **kw: Any) -> BackendOutput:

@@ -111,5 +111,5 @@ def make_random_sketch(kind: str, m: int, *, seed: int | None = 0) -> _RowSketch
     if kind == "gaussian":
         return GaussianSketch(m, seed=seed)
     if kind == "sjlt":
-        return SJLTSketch(m, seed=seed)
+        return SJLTSketch(m, s=min(10, int(m)), seed=seed)
     raise DataError(f"The 'kind' parameter must be 'gaussian' or 'sjlt'; got {kind!r}.")

@@ -1,0 +1,56 @@
+"""What every problem shares: a parameter table, validated data, strategies and export.
+
+A problem is a plain object holding validated data and hyperparameters. It *declares* its
+algebraic model (``qp()`` for the LP/QP ones, ``cvxpy_problem()`` for the conic KLR dual) and
+never solves on construction. ``solve(strategy=...)`` looks the strategy up in
+:mod:`optmodels.strategies`; ``"full"`` is the verified monolithic solve.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from optmodels.validation import Param, validate_params
+from solvers.result import SolveResult
+
+
+class Problem:
+    """Base class; subclasses set ``NAME``, ``PARAMS`` and the model methods."""
+
+    NAME: ClassVar[str] = ""
+    PARAMS: ClassVar[dict[str, Param]] = {}
+
+    def _set_params(self, given: dict[str, Any]) -> None:
+        self.params = validate_params(type(self).__name__, self.PARAMS, given)
+        for key, value in self.params.items():
+            setattr(self, key, value)
+
+    @property
+    def n(self) -> int:
+        return int(self._X.shape[0])
+
+    @property
+    def p(self) -> int:
+        return int(self._X.shape[1])
+
+    def solve(self, strategy: str = "full", **options: Any) -> SolveResult:
+        """Solve with a strategy (``"full"`` = monolithic; see ``strategies()`` for the rest)."""
+        from optmodels.strategies import run_strategy
+
+        return run_strategy(self, strategy, **options)
+
+    @classmethod
+    def strategies(cls) -> list[str]:
+        from optmodels.strategies import strategies_for
+
+        return strategies_for(cls.NAME)
+
+    def write(self, path: str, **kwargs: Any) -> None:
+        """Write the model to ``path`` (``.mps`` or ``.lp``); see :func:`optmodels.export.write`."""
+        from optmodels.export import write
+
+        write(self, path, **kwargs)
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
+        return f"{type(self).__name__}(n={self.n}, p={self.p}, {shown})"

@@ -1,0 +1,132 @@
+"""Ridge regression: a QP with a closed form (formulations.md s.6).
+
+    min_x f(x) = 1/2 sum_i s_i (a_i'x + x0 - b_i)^2 + alpha/2 ||x||^2
+    H = A'SA + alpha I,  x* = H^{-1} A'S b,   grad f(x) = A'S(A x - b) + alpha x = H (x - x*).
+
+``alpha`` is scikit-learn's name for the FD paper's gamma. With ``fit_intercept`` the data are
+centred (weighted) first and x0 = bbar - abar'x (the intercept is not penalised).
+Declared QP (residual form, so no d x d matrix is formed in the model):
+    min 1/2 r'r + alpha/2 x'x   s.t.  fit[i]: sqrt(s_i) (a_i'x - b_i) - r_i = 0.
+The exact reference is the Cholesky solve of H (or of the n x n kernel form when n < d).
+Optimality evidence: the relative gradient norm ||grad f(x)|| / max(1, ||A'S b||).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.linalg as sla
+import scipy.sparse as sp
+
+from optmodels.problem import Problem
+from optmodels.validation import Param, check_array, check_sample_weight, check_target
+from solvers.backend import solve_qp
+from solvers.qp import QPData
+from solvers.result import SolutionStatus, SolveResult, TerminationCondition
+
+
+class Ridge(Problem):
+    """Sample-weighted ridge regression (see the module docstring).
+
+    Parameters
+    ----------
+    A : (n, d) data (the paper's A; X elsewhere).  b : (n,) targets.
+    alpha : the paper's gamma > 0.  sample_weight : s_i >= 0.  fit_intercept : centre first.
+    """
+
+    NAME: ClassVar[str] = "ridge"
+    PARAMS: ClassVar[dict[str, Param]] = {
+        "alpha": Param("float", 1.0, "ridge penalty (the FD paper's gamma)", low=0.0),
+        "fit_intercept": Param("bool", False, "fit an unpenalised intercept by centring"),
+    }
+
+    def __init__(self, A: Any, b: Any, *, sample_weight: Any = None, **params: Any) -> None:
+        self._set_params(params)
+        self._X = check_array(A, "A")
+        self.b = check_target(b, self.n, "b")
+        self.sample_weight = check_sample_weight(sample_weight, self.n)
+        sw = np.sqrt(self.sample_weight)
+        if self.fit_intercept:
+            total = self.sample_weight.sum()
+            self.a_mean = self.sample_weight @ self._X / total
+            self.b_mean = float(self.sample_weight @ self.b / total)
+        else:
+            self.a_mean, self.b_mean = np.zeros(self.p), 0.0
+        # The working (centred, weighted) data: f(x) = 1/2||Aw x - bw||^2 + alpha/2||x||^2.
+        self.Aw = (self._X - self.a_mean) * sw[:, None]
+        self.bw = (self.b - self.b_mean) * sw
+
+    @property
+    def A(self) -> np.ndarray:
+        return self._X
+
+    def objective(self, x: np.ndarray) -> float:
+        r = self.Aw @ x - self.bw
+        return float(0.5 * r @ r + 0.5 * self.alpha * x @ x)
+
+    def gradient(self, x: np.ndarray) -> np.ndarray:
+        return self.Aw.T @ (self.Aw @ x - self.bw) + self.alpha * x
+
+    def relative_gradient(self, x: np.ndarray) -> float:
+        return float(np.linalg.norm(self.gradient(x)) / max(1.0, np.linalg.norm(self.Aw.T @ self.bw)))
+
+    def intercept(self, x: np.ndarray) -> float:
+        return float(self.b_mean - self.a_mean @ x)
+
+    def closed_form(self) -> np.ndarray:
+        """x* by Cholesky of A'A + alpha I (d <= n) or A'(AA' + alpha I)^{-1} b (n < d)."""
+        A, b, lam = self.Aw, self.bw, self.alpha
+        if self.p <= self.n:
+            H = A.T @ A
+            H[np.diag_indices_from(H)] += lam
+            return sla.cho_solve(sla.cho_factor(H, lower=True), A.T @ b)
+        G = A @ A.T
+        G[np.diag_indices_from(G)] += lam
+        return A.T @ sla.cho_solve(sla.cho_factor(G, lower=True), b)
+
+    def qp(self, form: str = "residual") -> QPData:
+        """The residual-form QP of the module docstring (variables x then r)."""
+        n, d = self.n, self.p
+        A = sp.hstack([sp.csr_matrix(self.Aw), -sp.identity(n, format="csr")], format="csr")
+        P = sp.diags(np.concatenate([np.full(d, self.alpha), np.ones(n)]), format="csr")
+        return QPData(
+            c=np.zeros(d + n), A=A, row_lo=self.bw.copy(), row_hi=self.bw.copy(),
+            col_lo=np.full(d + n, -np.inf), col_hi=np.full(d + n, np.inf), P=P,
+            col_blocks=[("x", d), ("r", n)], row_blocks=[("fit", n)], name="ridge",
+        )
+
+    def pyomo_model(self) -> Any:
+        from solvers.pyomo_lowering import to_pyomo
+
+        return to_pyomo(self.qp())
+
+    def solve_full(self, solver: str = "cholesky", *, grad_tol: float = 1e-8,
+                   time_limit: float | None = None, verbose: bool = False,
+                   options: dict[str, Any] | None = None) -> SolveResult:
+        """``solver="cholesky"`` (the exact reference) or a QP backend (highs, clarabel, ecos),
+        accepted as optimal only if the relative gradient norm is <= ``grad_tol``."""
+        if solver == "cholesky":
+            t0 = time.perf_counter()
+            x = self.closed_form()
+            res = SolveResult(TerminationCondition.OPTIMAL, SolutionStatus.OPTIMAL, x=x,
+                              solve_time=time.perf_counter() - t0, solver="cholesky",
+                              solver_version=np.__version__, raw_status="closed form")
+        else:
+            t0 = time.perf_counter()
+            qp = self.qp()
+            build = time.perf_counter() - t0
+            res = solve_qp(qp, solver, time_limit=time_limit, verbose=verbose, options=options)
+            res.build_time = build
+            if res.x is None:
+                return res
+            res.x = qp.block(res.x, "x").copy()
+        res.objective = self.objective(res.x)
+        grad = self.relative_gradient(res.x)
+        res.extra.update(intercept=self.intercept(res.x), relative_gradient=grad)
+        if res.termination is TerminationCondition.OPTIMAL and grad > grad_tol:
+            res.termination = TerminationCondition.NUMERICAL_ERROR
+            res.solution_status = SolutionStatus.FEASIBLE
+            res.raw_status += f" (relative gradient {grad:.1e} above {grad_tol})"
+        return res

@@ -1,0 +1,28 @@
+"""Sketch preconditioners for ridge regression: Frequent Directions and random projections.
+
+See design/formulations.md section 6 and the paper "Frequent Directions for ridge regression:
+statistical and optimization perspectives" (papers/frequent-directions-ridge.txt).
+"""
+
+from solvers.sketch.distributed import fd_sketch_dask
+from solvers.sketch.fd import FrequentDirections, RobustFD
+from solvers.sketch.metrics import estimator_metrics, relative_errors, ridge_metrics
+from solvers.sketch.precondition import SketchPreconditioner
+from solvers.sketch.random import GaussianSketch, SJLTSketch, make_random_sketch
+from solvers.sketch.ridge import RIDGE_METHODS, fdrr, solve_ridge
+
+__all__ = [
+    "RIDGE_METHODS",
+    "FrequentDirections",
+    "GaussianSketch",
+    "RobustFD",
+    "SJLTSketch",
+    "SketchPreconditioner",
+    "estimator_metrics",
+    "fd_sketch_dask",
+    "fdrr",
+    "make_random_sketch",
+    "relative_errors",
+    "ridge_metrics",
+    "solve_ridge",
+]

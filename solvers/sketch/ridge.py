@@ -1,0 +1,395 @@
+"""Ridge regression by sketching: one-shot sketched solves, iterative sketching and sketch-PCG.
+
+Problem (design/formulations.md section 6)::
+
+    min_x f(x) = 1/2 ||A x - b||^2 + gamma/2 ||x||^2,   H = A'A + gamma I,   x* = H^{-1} A'b
+    grad f(x) = A'(A x - b) + gamma x = H (x - x*)
+
+Methods of :func:`solve_ridge` (``method=``):
+
+- ``"fdrr"`` / ``"rfdrr"``: one shot, ``xhat = Hhat^{-1} A'b`` with ``Hhat = B'B + (gamma+rho) I``
+  from an FD / RFD sketch (rho = 0 for FD).
+- ``"classical-gaussian"`` / ``"classical-sjlt"``: ``(A'S'SA + gamma I)^{-1} A'S'S b``.
+- ``"hessian-gaussian"`` / ``"hessian-sjlt"``: ``(A'S'SA + gamma I)^{-1} A'b``.
+- ``"fd"`` / ``"rfd"``: Algorithm 1 (iFDRR) with the correct gradient,
+  ``x_{t+1} = x_t - Hhat^{-1} grad f(x_t)``; one pass ``A'(A x)`` per iteration. Converges
+  when ``||A - A_k||_F^2/(m-k) < gamma/2`` (FD, rate b/(1-b), Theorem 5) or ``< gamma`` (RFD,
+  rate b/(2-b), Theorem 6), ``b = ||A - A_k||_F^2 / ((m-k) gamma)``; may diverge otherwise.
+- ``"ihs-gaussian"`` / ``"ihs-sjlt"``: the same step with a fresh random sketch each iteration
+  (Pilanci & Wainwright 2016); ``"single-gaussian"`` / ``"single-sjlt"``: one random sketch for
+  all iterations, step size 1 (as in the paper's experiment).
+- ``"pcg-fd"`` / ``"pcg-rfd"``: conjugate gradient on ``H x = A'b`` preconditioned by
+  ``Hhat^{-1}``; one pass per iteration, converges for every gamma > 0 (Hhat is SPD), in the
+  H-norm monotonically.
+- ``"cholesky"``: the exact reference, forms ``A'A + gamma I`` (d x d) and factors it.
+
+Termination: ``OPTIMAL`` when ``||grad f(x)|| <= tol ||A'b||`` (checked on the true gradient,
+computed from the data, never a recursion), else ``ITERATION_LIMIT`` with a ``FEASIBLE``
+solution; a non-finite iterate (divergence) ends with ``NUMERICAL_ERROR``. One-shot methods are
+a single step: they report ``iterations=1`` and the same rule, so their honest answer is
+normally ``ITERATION_LIMIT`` / ``FEASIBLE``.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+
+import numpy as np
+import scipy.linalg
+
+from solvers.errors import DataError
+from solvers.result import SolutionStatus, SolveResult, TerminationCondition
+from solvers.sketch._validation import (
+    check_int,
+    check_matrix,
+    check_positive,
+    check_vector,
+)
+from solvers.sketch.fd import FrequentDirections
+from solvers.sketch.precondition import SketchPreconditioner
+from solvers.sketch.random import make_random_sketch
+
+RIDGE_METHODS: dict[str, str] = {
+    "fdrr": "one-shot FD ridge (Hhat^{-1} A'b)",
+    "rfdrr": "one-shot robust FD ridge",
+    "classical-gaussian": "one-shot classical sketch, Gaussian S",
+    "classical-sjlt": "one-shot classical sketch, SJLT S",
+    "hessian-gaussian": "one-shot Hessian sketch, Gaussian S",
+    "hessian-sjlt": "one-shot Hessian sketch, SJLT S",
+    "fd": "iterative FD ridge (Algorithm 1)",
+    "rfd": "iterative robust FD ridge (Algorithm 1 with RFD)",
+    "ihs-gaussian": "iterative Hessian sketch, fresh Gaussian S per iteration",
+    "ihs-sjlt": "iterative Hessian sketch, fresh SJLT S per iteration",
+    "single-gaussian": "iteration with one Gaussian sketch, step 1",
+    "single-sjlt": "iteration with one SJLT sketch, step 1",
+    "pcg-fd": "conjugate gradient preconditioned by the FD sketch",
+    "pcg-rfd": "conjugate gradient preconditioned by the RFD sketch",
+    "cholesky": "exact: factor A'A + gamma I (forms d x d)",
+}
+
+
+# ---------------------------------------------------------------------------- sketches
+def fd_preconditioner(
+    A: np.ndarray, gamma: float, m: int, *, robust: bool, block_size: int = 4096
+) -> tuple[SketchPreconditioner, FrequentDirections]:
+    """Sketch ``A`` by (R)FD in one pass and return ``(Hhat, sketch)`` with c = gamma + rho."""
+    sk = FrequentDirections(m, robust=robust)
+    for start in range(0, A.shape[0], block_size):
+        sk.partial_fit(A[start:start + block_size])
+    return SketchPreconditioner(sk.sketch_, gamma + sk.rho_), sk
+
+
+def random_preconditioner(
+    A: np.ndarray, gamma: float, m: int, *, kind: str, seed: int | None, block_size: int = 4096,
+    b: np.ndarray | None = None,
+) -> tuple[SketchPreconditioner, np.ndarray | None]:
+    """Sketch ``[A, b]`` by a random S; return ``(A'S'SA + gamma I, A'S'S b or None)``."""
+    sk = make_random_sketch(kind, m, seed=seed)
+    M = A if b is None else np.column_stack([A, b])
+    for start in range(0, M.shape[0], block_size):
+        sk.partial_fit(M[start:start + block_size])
+    SM = sk.sketch_
+    if b is None:
+        return SketchPreconditioner(SM, gamma), None
+    SA, Sb = SM[:, :-1], SM[:, -1]
+    return SketchPreconditioner(SA, gamma), SA.T @ Sb
+
+
+def fdrr(
+    A: np.ndarray, b: np.ndarray, gamma: float, m: int, *, robust: bool = False,
+    block_size: int = 4096,
+) -> np.ndarray:
+    """One-shot (R)FD ridge: ``xhat = (B'B + (gamma + rho) I)^{-1} A'b`` (Algorithm 3)."""
+    A, b, gamma, m = _check_problem(A, b, gamma, m)
+    P, _ = fd_preconditioner(A, gamma, m, robust=robust, block_size=block_size)
+    return P.solve(A.T @ b)
+
+
+# ---------------------------------------------------------------------------- entry point
+def solve_ridge(
+    A: np.ndarray,
+    b: np.ndarray,
+    gamma: float,
+    *,
+    method: str,
+    m: int = 256,
+    max_iter: int = 10,
+    tol: float = 1e-10,
+    x_star: np.ndarray | None = None,
+    seed: int | None = 0,
+    block_size: int = 4096,
+    verbose: bool = False,
+) -> SolveResult:
+    """Solve ``min 1/2||Ax - b||^2 + gamma/2||x||^2`` by the sketching ``method``.
+
+    Parameters
+    ----------
+    A : ndarray (n, d)
+        Data (the paper's A); finite.
+    b : ndarray (n,)
+        Targets (the paper's b or y).
+    gamma : float
+        Regularisation gamma > 0.
+    method : str
+        One of :data:`RIDGE_METHODS` (see the module docstring).
+    m : int
+        Sketch size (rows of B or S), ``1 <= m <= d``; ignored by ``"cholesky"``.
+    max_iter : int
+        Iterations (passes over A) for the iterative methods (the paper's t).
+    tol : float
+        Stop with OPTIMAL once ``||grad f(x)|| <= tol * ||A'b||``.
+    x_star : ndarray (d,), optional
+        The exact solution; when given, the history records ``||x_t - x*|| / ||x*||``.
+    seed : int
+        Seed of the random sketches.
+    block_size : int
+        Rows per block when streaming A through a sketch.
+    verbose : bool
+        Print one line per iteration.
+
+    Returns
+    -------
+    SolveResult
+        ``x``, ``objective`` f(x), ``iterations``, ``termination``; ``extra["history"]`` (per
+        iteration: iteration, grad_norm (relative to ||A'b||), rel_error when x_star is given,
+        time since the start), ``extra["sketch_time"]``, ``extra["rho"]``, ``extra["passes"]``.
+    """
+    if method not in RIDGE_METHODS:
+        raise DataError(
+            f"The 'method' parameter must be one of {sorted(RIDGE_METHODS)}; got {method!r}."
+        )
+    A, b, gamma, _ = _check_problem(A, b, gamma, None)
+    n, d = A.shape
+    if method != "cholesky":
+        m = check_int(m, "m", low=1, high=d)
+    max_iter = check_int(max_iter, "max_iter", low=1)
+    tol = check_positive(tol, "tol", allow_zero=True)
+    block_size = check_int(block_size, "block_size", low=1)
+    if x_star is not None:
+        x_star = check_vector(x_star, d, "x_star")
+    run = _Run(A, b, gamma, tol, x_star, verbose, method)
+    if method == "cholesky":
+        return run.cholesky()
+    family, _, kind = method.partition("-")
+    if family in ("fdrr", "rfdrr"):
+        P, sk = run.timed_sketch(
+            lambda: fd_preconditioner(A, gamma, m, robust=family == "rfdrr", block_size=block_size)
+        )
+        run.rho = sk.rho_
+        return run.one_shot(P.solve(run.c))
+    if family in ("classical", "hessian"):
+        P, Atsb = run.timed_sketch(lambda: random_preconditioner(
+            A, gamma, m, kind=kind, seed=seed, block_size=block_size,
+            b=b if family == "classical" else None))
+        return run.one_shot(P.solve(Atsb if family == "classical" else run.c))
+    if family in ("fd", "rfd"):
+        P, sk = run.timed_sketch(
+            lambda: fd_preconditioner(A, gamma, m, robust=family == "rfd", block_size=block_size)
+        )
+        run.rho = sk.rho_
+        return run.iterate(lambda t: P, max_iter)
+    if family == "single":
+        P, _ = run.timed_sketch(lambda: random_preconditioner(
+            A, gamma, m, kind=kind, seed=seed, block_size=block_size))
+        return run.iterate(lambda t: P, max_iter)
+    if family == "ihs":
+        seeds = np.random.SeedSequence(seed).spawn(max_iter)
+
+        def fresh(t: int) -> SketchPreconditioner:
+            P, _ = run.timed_sketch(lambda: random_preconditioner(
+                A, gamma, m, kind=kind, seed=np.random.default_rng(seeds[t - 1]).integers(2**63),
+                block_size=block_size))
+            return P
+
+        return run.iterate(fresh, max_iter)
+    # pcg-fd / pcg-rfd
+    P, sk = run.timed_sketch(
+        lambda: fd_preconditioner(A, gamma, m, robust=kind == "rfd", block_size=block_size)
+    )
+    run.rho = sk.rho_
+    return run.pcg(P, max_iter)
+
+
+def _check_problem(
+    A: object, b: object, gamma: object, m: object
+) -> tuple[np.ndarray, np.ndarray, float, int]:
+    A = check_matrix(A, "A")
+    b = check_vector(b, A.shape[0], "b")
+    gamma = check_positive(gamma, "gamma")
+    if m is not None:
+        m = check_int(m, "m", low=1, high=A.shape[1])
+    return A, b, gamma, m  # type: ignore[return-value]
+
+
+class _Run:
+    """State of one solve: data, timing, history, and the honest termination rule."""
+
+    def __init__(self, A, b, gamma, tol, x_star, verbose, method) -> None:
+        self.t0 = time.perf_counter()
+        self.A, self.b, self.gamma, self.tol = A, b, gamma, tol
+        self.x_star, self.verbose, self.method = x_star, verbose, method
+        self.c = A.T @ b
+        self.c_norm = float(np.linalg.norm(self.c))
+        self.xs_norm = None if x_star is None else float(np.linalg.norm(x_star))
+        self.history: list[dict] = []
+        self.sketch_time = 0.0
+        self.passes = 0.5  # A'b
+        self.rho = 0.0
+
+    # -- helpers
+    def timed_sketch(self, build: Callable):
+        t = time.perf_counter()
+        out = build()
+        self.sketch_time += time.perf_counter() - t
+        return out
+
+    def gradient(self, x: np.ndarray) -> tuple[np.ndarray, float]:
+        """``(grad f(x), f(x))`` from one pass ``A'(A x - b)``."""
+        r = self.A @ x - self.b
+        self.passes += 1
+        g = self.A.T @ r + self.gamma * x
+        return g, 0.5 * float(r @ r) + 0.5 * self.gamma * float(x @ x)
+
+    def rel_grad(self, g: np.ndarray) -> float:
+        return float(np.linalg.norm(g)) / self.c_norm
+
+    def record(self, it: int, x: np.ndarray, rel_grad: float) -> None:
+        entry = {"iteration": it, "grad_norm": rel_grad, "time": time.perf_counter() - self.t0}
+        if self.x_star is not None:
+            err = float(np.linalg.norm(x - self.x_star))
+            entry["rel_error"] = err / self.xs_norm if self.xs_norm else err
+        self.history.append(entry)
+        if self.verbose:
+            extra = f"  rel_error {entry['rel_error']:.3e}" if "rel_error" in entry else ""
+            print(f"[{self.method}] iter {it:3d}  grad {rel_grad:.3e}{extra}  "
+                  f"t {entry['time']:.3f}s", flush=True)
+
+    def result(self, x, f, rel_grad, it, *, cond=None) -> SolveResult:
+        if cond is None:
+            if not (np.isfinite(rel_grad) and np.all(np.isfinite(x))):
+                cond = TerminationCondition.NUMERICAL_ERROR
+            elif rel_grad <= self.tol:
+                cond = TerminationCondition.OPTIMAL
+            else:
+                cond = TerminationCondition.ITERATION_LIMIT
+        status = {
+            TerminationCondition.OPTIMAL: SolutionStatus.OPTIMAL,
+            TerminationCondition.ITERATION_LIMIT: SolutionStatus.FEASIBLE,
+        }.get(cond, SolutionStatus.NO_SOLUTION if not np.all(np.isfinite(x))
+              else SolutionStatus.FEASIBLE)
+        total = time.perf_counter() - self.t0
+        return SolveResult(
+            termination=cond, solution_status=status, objective=f, x=x, iterations=it,
+            build_time=self.sketch_time, solve_time=total - self.sketch_time,
+            solver="numpy", strategy=f"sketch:{self.method}",
+            raw_status=f"relative gradient norm {rel_grad:.3e} (tol {self.tol:.1e})",
+            extra={"history": self.history, "sketch_time": self.sketch_time,
+                   "grad_norm": rel_grad, "rho": self.rho, "passes": self.passes},
+        )
+
+    # -- strategies
+    def zero_rhs(self) -> SolveResult | None:
+        if self.c_norm > 0:
+            return None
+        x = np.zeros(self.A.shape[1])
+        f = 0.5 * float(self.b @ self.b)
+        return self.result(x, f, 0.0, 0, cond=TerminationCondition.OPTIMAL)
+
+    def one_shot(self, x: np.ndarray) -> SolveResult:
+        early = self.zero_rhs()
+        if early is not None:
+            return early
+        g, f = self.gradient(x)
+        rg = self.rel_grad(g)
+        self.record(1, x, rg)
+        return self.result(x, f, rg, 1)
+
+    def cholesky(self) -> SolveResult:
+        early = self.zero_rhs()
+        if early is not None:
+            return early
+        t = time.perf_counter()
+        H = self.A.T @ self.A
+        H[np.diag_indices_from(H)] += self.gamma
+        x = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, lower=True), self.c)
+        self.passes += 1
+        self.sketch_time = 0.0
+        solve_t = time.perf_counter() - t
+        g, f = self.gradient(x)
+        rg = self.rel_grad(g)
+        self.record(1, x, rg)
+        cond = (TerminationCondition.OPTIMAL if rg <= self.tol
+                else TerminationCondition.NUMERICAL_ERROR)
+        res = self.result(x, f, rg, 1, cond=cond)
+        res.extra["factor_time"] = solve_t
+        return res
+
+    def iterate(self, precond_at: Callable[[int], SketchPreconditioner], max_iter: int):
+        """``x_{t+1} = x_t - P_t^{-1} grad f(x_t)`` from x_0 = 0 (grad f(0) = -A'b)."""
+        early = self.zero_rhs()
+        if early is not None:
+            return early
+        x = np.zeros(self.A.shape[1])
+        g = -self.c
+        f, rg = 0.5 * float(self.b @ self.b), 1.0
+        for t in range(1, max_iter + 1):
+            x = x - precond_at(t).solve(g)
+            g, f = self.gradient(x)
+            rg = self.rel_grad(g)
+            self.record(t, x, rg)
+            if not np.isfinite(rg):
+                return self.result(x, f, rg, t, cond=TerminationCondition.NUMERICAL_ERROR)
+            if rg <= self.tol:
+                return self.result(x, f, rg, t)
+        return self.result(x, f, rg, max_iter)
+
+    def pcg(self, P: SketchPreconditioner, max_iter: int) -> SolveResult:
+        """Preconditioned CG on ``H x = A'b``; keeps ``A x`` so f(x) needs no extra pass.
+
+        The recursive residual decides when to check; OPTIMAL is declared only after the true
+        gradient (one more half pass, ``A'(Ax - b)``) confirms it; otherwise CG restarts from
+        the true residual.
+        """
+        early = self.zero_rhs()
+        if early is not None:
+            return early
+        A, gamma = self.A, self.gamma
+        x = np.zeros(A.shape[1])
+        Ax = np.zeros(A.shape[0])
+        r = self.c.copy()
+        z = P.solve(r)
+        p = z.copy()
+        rz = float(r @ z)
+        rg = 1.0
+        for t in range(1, max_iter + 1):
+            Ap = A @ p
+            q = A.T @ Ap + gamma * p
+            self.passes += 1
+            pq = float(p @ q)
+            if not pq > 0:  # p = 0 (exact solution) or breakdown
+                break
+            alpha = rz / pq
+            x += alpha * p
+            Ax += alpha * Ap
+            r -= alpha * q
+            rg = self.rel_grad(r)
+            if rg <= self.tol:
+                r = self.c - A.T @ Ax - gamma * x  # true residual = -grad
+                self.passes += 0.5
+                rg = self.rel_grad(r)
+            self.record(t, x, rg)
+            if rg <= self.tol:
+                break
+            z = P.solve(r)
+            rz_new = float(r @ z)
+            p = z + (rz_new / rz) * p if rg > 0 else z
+            rz = rz_new
+        else:
+            t = max_iter
+        res_vec = Ax - self.b
+        f = 0.5 * float(res_vec @ res_vec) + 0.5 * gamma * float(x @ x)
+        if rg > self.tol:  # otherwise rg is already the true residual's
+            rg = self.rel_grad(self.c - A.T @ Ax - gamma * x)
+            self.passes += 0.5
+        return self.result(x, f, rg, t)

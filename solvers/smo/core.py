@@ -1,0 +1,585 @@
+r"""One generic SMO solver with second-order working-set selection (after LIBSVM's ``Solver``).
+
+Problem (both the weighted SVM dual and the (sparse) KLR dual are instances)::
+
+    min_alpha  f(alpha) = 1/2 alpha' Q alpha + p' alpha + sum_i h_i(alpha_i)
+    s.t.       y' alpha = 0,   l_i <= alpha_i <= u_i,          Q_ij = y_i y_j K_ij
+
+* SVM:  h = 0, p = -1, l = 0, u = C_i.
+* KLR:  h_i(a) = C_i G(a / C_i) = a log(a / C_i) + (C_i - a) log((C_i - a) / C_i),
+        h_i'(a) = log(a / (C_i - a)),  h_i''(a) = 1/a + 1/(C_i - a);  p = -lambda;
+        l = gamma_i, u = C_i - gamma_i.
+
+Gradient ``G = Q alpha + p + h'(alpha)``; ``m_t = -y_t G_t``.
+
+* I_up  = {t : y_t = +1, alpha_t < u_t} U {t : y_t = -1, alpha_t > l_t}
+* I_low = {t : y_t = -1, alpha_t < u_t} U {t : y_t = +1, alpha_t > l_t}
+* Stationary iff max_{I_up} m <= min_{I_low} m; stop when the violation
+  ``max_{I_up} m - min_{I_low} m <= tau``.
+* Working set (Fan, Chen & Lin 2005): ``i = argmax_{I_up} m_t``; ``j = argmin`` over
+  t in I_low with m_t < m_i of ``-(m_i - m_t)^2 / a_it``, where
+  ``a_it = Q_ii + Q_tt - 2 y_i y_t Q_it [+ h_i''(alpha_i) + h_t''(alpha_t)]`` and
+  ``a_it <= 0`` is replaced by ``tau' = 1e-12``.
+* Direction: ``alpha_i += s y_i``, ``alpha_j -= s y_j`` (keeps y'alpha = 0), s in [0, s_max]
+  from the boxes. ``phi(s) = f(alpha + s d)``, ``phi'(0) = -(m_i - m_j) < 0``.
+  SVM: ``s* = min((m_i - m_j) / a_ij, s_max)`` (closed form).
+  KLR: ``phi'(s) = -(m_i - m_j) + s a_ij + y_i [h_i'(alpha_i + s y_i) - h_i'(alpha_i)]
+  - y_j [h_j'(alpha_j - s y_j) - h_j'(alpha_j)]`` is increasing; its root on [0, s_max] is
+  found by Newton's method safeguarded by a bisection bracket.
+* Gradient update: ``G += dalpha_i Q_:i + dalpha_j Q_:j`` (active rows), plus the change of
+  h' at i and j.
+* Shrinking (LIBSVM): every min(n, 1000) iterations, drop t that lies in I_up only with
+  m_t < min_{I_low} m, or in I_low only with m_t > max_{I_up} m. The first time the
+  violation is below 10 tau the gradient is reconstructed and every variable re-enters; at the
+  end the gradient is reconstructed and the stopping test is repeated on all variables (the
+  final un-shrink check). ``G_bar = sum_{t at a bound} alpha_t Q_:t`` makes the reconstruction
+  cost one column per free variable.
+
+Why numba: each iteration does O(n) work split into a dozen short loops (selection, gradient
+update, a kernel column on a cache miss). In Python or numpy each loop costs a call overhead of
+microseconds and temporaries, which at 10^4 - 10^6 iterations dominates, and numpy cannot fuse
+the selection pass. numba compiles the whole loop, the column cache and the kernel evaluation
+to machine code (no C extension to build; ``cache=True`` keeps the compiled code on disk).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+import numba
+import numpy as np
+
+from solvers.smo.qmatrix import KIND_MATRIX, QMatrix
+
+TAU = 1e-12
+"""LIBSVM's tau': the curvature used when a_it <= 0."""
+
+STATUS_CONVERGED, STATUS_ITERATION_LIMIT = 0, 1
+
+
+# ---------------------------------------------------------------- problem-specific terms
+@numba.njit(cache=True, inline="always")
+def _hp(a, c):
+    """h'(a) = log(a / (c - a)) (the entropy term's derivative)."""
+    return math.log(a / (c - a))
+
+
+@numba.njit(cache=True, inline="always")
+def _hpp(a, c):
+    """h''(a) = 1/a + 1/(c - a)."""
+    return 1.0 / a + 1.0 / (c - a)
+
+
+@numba.njit(cache=True)
+def _step_quadratic(bgap, aq, smax):
+    """SVM: minimiser of phi(s) = -bgap s + aq s^2 / 2 on [0, smax]."""
+    a = aq if aq > 0.0 else TAU
+    s = bgap / a
+    return s if s < smax else smax
+
+
+@numba.njit(cache=True)
+def _step_entropy(ai, aj, ci, cj, yi, yj, bgap, aq, smax):
+    """KLR: root of phi'(s) on [0, smax] by Newton's method inside a bisection bracket."""
+    if aq < 0.0:
+        aq = 0.0
+    hi0 = _hp(ai, ci)
+    hj0 = _hp(aj, cj)
+    # phi'(smax) <= 0: the minimiser is the end of the interval
+    d_end = -bgap + smax * aq + yi * (_hp(ai + smax * yi, ci) - hi0) - yj * (_hp(aj - smax * yj, cj) - hj0)
+    if d_end <= 0.0:
+        return smax
+    lo_s, hi_s = 0.0, smax
+    s = bgap / (aq + _hpp(ai, ci) + _hpp(aj, cj))
+    if not (0.0 < s < smax):
+        s = 0.5 * smax
+    for _ in range(200):
+        a_i = ai + s * yi
+        a_j = aj - s * yj
+        d = -bgap + s * aq + yi * (_hp(a_i, ci) - hi0) - yj * (_hp(a_j, cj) - hj0)
+        if d < 0.0:
+            lo_s = s
+        elif d > 0.0:
+            hi_s = s
+        else:
+            return s
+        s_new = s - d / (aq + _hpp(a_i, ci) + _hpp(a_j, cj))
+        if not (lo_s < s_new < hi_s):
+            s_new = 0.5 * (lo_s + hi_s)
+        if abs(s_new - s) <= 1e-15 * s or hi_s - lo_s <= 1e-15 * hi_s:
+            return s_new
+        s = s_new
+    return s
+
+
+# ---------------------------------------------------------------- kernel columns and cache
+@numba.njit(cache=True)
+def _fill(kind, X, sqn, gamma, coef0, degree, y, i, idx, cnt, out):
+    """out[s] = Q_si = y_s y_i k(x_s, x_i) for s in idx[:cnt]."""
+    p = X.shape[1]
+    xi = X[i]
+    yi = y[i]
+    for k in range(cnt):
+        s = idx[k]
+        xs = X[s]
+        d = 0.0
+        for r in range(p):
+            d += xs[r] * xi[r]
+        if kind == 0:
+            v = d
+        elif kind == 1:
+            e = sqn[s] + sqn[i] - 2.0 * d
+            v = math.exp(-gamma * e) if e > 0.0 else 1.0
+        else:
+            v = (gamma * d + coef0) ** degree
+        out[s] = y[s] * yi * v
+
+
+@numba.njit(cache=True)
+def _get_col(i, need_full, kind, X, sqn, gamma, coef0, degree, Qm, y,
+             slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx):
+    """Column Q_:i, valid on the active rows (on all rows if ``need_full``); LRU slot cache."""
+    if kind == 3:
+        return Qm[i]
+    n = y.shape[0]
+    clock[0] += 1
+    s = slot_of[i]
+    if s >= 0:
+        if full[s] or not need_full:
+            tick[s] = clock[0]
+            return slots[s]
+    else:  # evict the least recently used slot
+        s = 0
+        best = tick[0]
+        for r in range(1, tick.shape[0]):
+            if tick[r] < best:
+                best = tick[r]
+                s = r
+        old = col_in[s]
+        if old >= 0:
+            slot_of[old] = -1
+        col_in[s] = i
+        slot_of[i] = s
+    if need_full or n_act == n:
+        _fill(kind, X, sqn, gamma, coef0, degree, y, i, all_idx, n, slots[s])
+        full[s] = True
+    else:
+        _fill(kind, X, sqn, gamma, coef0, degree, y, i, act, n_act, slots[s])
+        full[s] = False
+    tick[s] = clock[0]
+    return slots[s]
+
+
+# ---------------------------------------------------------------- index sets
+@numba.njit(cache=True, inline="always")
+def _in_up(t, y, alpha, lo, up):
+    """t in I_up: alpha_t can move along +y_t."""
+    return (y[t] > 0.0 and alpha[t] < up[t]) or (y[t] < 0.0 and alpha[t] > lo[t])
+
+
+@numba.njit(cache=True, inline="always")
+def _in_low(t, y, alpha, lo, up):
+    """t in I_low: alpha_t can move along -y_t."""
+    return (y[t] > 0.0 and alpha[t] > lo[t]) or (y[t] < 0.0 and alpha[t] < up[t])
+
+
+@numba.njit(cache=True, inline="always")
+def _is_free(t, alpha, lo, up):
+    return lo[t] < alpha[t] < up[t]
+
+
+@numba.njit(cache=True)
+def _extremes(y, alpha, lo, up, grad, act, n_act):
+    """(max_{I_up} m, min_{I_low} m) over the active set."""
+    gmax = -np.inf
+    gmin = np.inf
+    for k in range(n_act):
+        t = act[k]
+        m = -y[t] * grad[t]
+        if _in_up(t, y, alpha, lo, up) and m > gmax:
+            gmax = m
+        if _in_low(t, y, alpha, lo, up) and m < gmin:
+            gmin = m
+    return gmax, gmin
+
+
+# ---------------------------------------------------------------- the solver loop
+@numba.njit(cache=True)
+def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, n_slots,
+              y, lo, up, lin, ent, cent, alpha, grad, gbar, qd,
+              tol, max_iter, shrinking, verbose):
+    """Run SMO in place on ``alpha`` / ``grad``; return (iterations, status, n_shrink_events)."""
+    n = y.shape[0]
+    if kind == 3:
+        slots = np.zeros((1, 1))
+        n_sl = 1
+    else:
+        n_sl = max(n_slots, 2)
+        slots = np.empty((n_sl, n))
+    slot_of = -np.ones(n, np.int64)
+    col_in = -np.ones(n_sl, np.int64)
+    full = np.zeros(n_sl, np.bool_)
+    tick = np.zeros(n_sl, np.int64)
+    clock = np.zeros(1, np.int64)
+    all_idx = np.arange(n)
+    act = np.arange(n)
+    n_act = n
+    is_act = np.ones(n, np.bool_)
+    hdd = np.zeros(n)
+    if ent:
+        for t in range(n):
+            hdd[t] = _hpp(alpha[t], cent[t])
+
+    # G_bar = sum over variables at a bound of alpha_t Q_:t
+    for t in range(n):
+        if alpha[t] != 0.0 and (alpha[t] == lo[t] or alpha[t] == up[t]):
+            col = _get_col(t, True, kind, X, sqn, gamma, coef0, degree, Qm, y,
+                           slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx)
+            for s in range(n):
+                gbar[s] += alpha[t] * col[s]
+
+    it = 0
+    status = 0
+    unshrunk = False
+    counter = min(n, 1000) + 1
+    n_rebuild = 0
+    just_rebuilt = False
+    while True:
+        if shrinking and not just_rebuilt:
+            counter -= 1
+            if counter == 0:
+                counter = min(n, 1000)
+                gmax, gmin = _extremes(y, alpha, lo, up, grad, act, n_act)
+                if not unshrunk and gmax - gmin <= 10.0 * tol:
+                    unshrunk = True
+                    n_act = _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin,
+                                         ent, cent, alpha, grad, gbar, slots, slot_of, col_in,
+                                         full, tick, clock, act, n_act, is_act, all_idx)
+                    n_rebuild += 1
+                k2 = 0
+                for k in range(n_act):
+                    t = act[k]
+                    iu = _in_up(t, y, alpha, lo, up)
+                    il = _in_low(t, y, alpha, lo, up)
+                    m = -y[t] * grad[t]
+                    if iu and il:
+                        drop = False
+                    elif iu:
+                        drop = m < gmin
+                    elif il:
+                        drop = m > gmax
+                    else:
+                        drop = True
+                    if drop:
+                        is_act[t] = False
+                    else:
+                        act[k2] = t
+                        k2 += 1
+                n_act = k2
+
+        # ---- working set: i by the maximal violation, j by the second-order gain
+        gmax = -np.inf
+        i = -1
+        for k in range(n_act):
+            t = act[k]
+            if _in_up(t, y, alpha, lo, up):
+                m = -y[t] * grad[t]
+                if m >= gmax:
+                    gmax = m
+                    i = t
+        gmin = np.inf
+        j = -1
+        if i >= 0:
+            col_i = _get_col(i, False, kind, X, sqn, gamma, coef0, degree, Qm, y,
+                             slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx)
+            yi = y[i]
+            base = qd[i] + hdd[i]
+            best = np.inf
+            for k in range(n_act):
+                t = act[k]
+                if _in_low(t, y, alpha, lo, up):
+                    m = -y[t] * grad[t]
+                    if m < gmin:
+                        gmin = m
+                    bgap = gmax - m
+                    if bgap > 0.0:
+                        a = base + qd[t] + hdd[t] - 2.0 * yi * y[t] * col_i[t]
+                        if a <= 0.0:
+                            a = TAU
+                        g = -bgap * bgap / a
+                        if g <= best:
+                            best = g
+                            j = t
+
+        if gmax - gmin <= tol or j < 0:
+            if n_act < n:
+                n_act = _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin,
+                                     ent, cent, alpha, grad, gbar, slots, slot_of, col_in,
+                                     full, tick, clock, act, n_act, is_act, all_idx)
+                n_rebuild += 1
+                counter = 1
+                just_rebuilt = True
+                continue  # re-select on all variables (the final un-shrink check)
+            break
+        just_rebuilt = False
+        if it >= max_iter:
+            status = 1
+            break
+        it += 1
+        if verbose and it % 100000 == 0:
+            print("smo: iteration", it, "violation", gmax - gmin, "active", n_act)
+
+        # ---- two-variable update along d = (+y_i at i, -y_j at j)
+        col_i = _get_col(i, False, kind, X, sqn, gamma, coef0, degree, Qm, y,
+                         slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx)
+        col_j = _get_col(j, False, kind, X, sqn, gamma, coef0, degree, Qm, y,
+                         slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx)
+        yi = y[i]
+        yj = y[j]
+        bgap = gmax - (-yj * grad[j])
+        si = up[i] - alpha[i] if yi > 0.0 else alpha[i] - lo[i]
+        sj = alpha[j] - lo[j] if yj > 0.0 else up[j] - alpha[j]
+        smax = si if si < sj else sj
+        aq = qd[i] + qd[j] - 2.0 * yi * yj * col_i[j]
+        if ent:
+            s = _step_entropy(alpha[i], alpha[j], cent[i], cent[j], yi, yj, bgap, aq, smax)
+        else:
+            s = _step_quadratic(bgap, aq, smax)
+        ai_old = alpha[i]
+        aj_old = alpha[j]
+        ai_new = ai_old + s * yi
+        aj_new = aj_old - s * yj
+        if s >= smax:  # snap the variable(s) that define s_max exactly onto the bound
+            if si <= sj:
+                ai_new = up[i] if yi > 0.0 else lo[i]
+            if sj <= si:
+                aj_new = lo[j] if yj > 0.0 else up[j]
+        ai_new = min(max(ai_new, lo[i]), up[i])
+        aj_new = min(max(aj_new, lo[j]), up[j])
+        dai = ai_new - ai_old
+        daj = aj_new - aj_old
+        alpha[i] = ai_new
+        alpha[j] = aj_new
+        for k in range(n_act):
+            t = act[k]
+            grad[t] += col_i[t] * dai + col_j[t] * daj
+        if ent:
+            grad[i] += _hp(ai_new, cent[i]) - _hp(ai_old, cent[i])
+            grad[j] += _hp(aj_new, cent[j]) - _hp(aj_old, cent[j])
+            hdd[i] = _hpp(ai_new, cent[i])
+            hdd[j] = _hpp(aj_new, cent[j])
+        # ---- G_bar: contributions of variables entering or leaving a bound
+        for r in range(2):
+            t = i if r == 0 else j
+            old = ai_old if r == 0 else aj_old
+            new = alpha[t]
+            c_old = old if (old == lo[t] or old == up[t]) else 0.0
+            c_new = new if (new == lo[t] or new == up[t]) else 0.0
+            if c_new != c_old:
+                col = _get_col(t, True, kind, X, sqn, gamma, coef0, degree, Qm, y,
+                               slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx)
+                dc = c_new - c_old
+                for q in range(n):
+                    gbar[q] += dc * col[q]
+
+    if n_act < n:
+        n_act = _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin,
+                             ent, cent, alpha, grad, gbar, slots, slot_of, col_in,
+                             full, tick, clock, act, n_act, is_act, all_idx)
+        n_rebuild += 1
+    return it, status, n_rebuild
+
+
+@numba.njit(cache=True)
+def _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin, ent, cent,
+                 alpha, grad, gbar, slots, slot_of, col_in, full, tick, clock,
+                 act, n_act, is_act, all_idx):
+    """Rebuild the gradient of the shrunk variables; make every variable active again."""
+    n = y.shape[0]
+    if n_act == n:
+        return n
+    inact = np.empty(n - n_act, np.int64)
+    q = 0
+    for t in range(n):
+        if not is_act[t]:
+            inact[q] = t
+            q += 1
+    for t in inact:
+        grad[t] = gbar[t] + lin[t]
+        if ent:
+            grad[t] += _hp(alpha[t], cent[t])
+    nr_free = 0
+    for k in range(n_act):
+        if _is_free(act[k], alpha, lo, up):
+            nr_free += 1
+    if nr_free * n > 2 * n_act * (n - n_act):
+        for t in inact:  # column t on the active rows = row t of Q
+            col = _get_col(t, False, kind, X, sqn, gamma, coef0, degree, Qm, y,
+                           slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx)
+            acc = 0.0
+            for k in range(n_act):
+                a = act[k]
+                if _is_free(a, alpha, lo, up):
+                    acc += alpha[a] * col[a]
+            grad[t] += acc
+    else:
+        for k in range(n_act):
+            a = act[k]
+            if _is_free(a, alpha, lo, up):
+                col = _get_col(a, True, kind, X, sqn, gamma, coef0, degree, Qm, y,
+                               slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx)
+                for t in inact:
+                    grad[t] += alpha[a] * col[t]
+    for t in range(n):
+        act[t] = t
+        is_act[t] = True
+    for s in range(col_in.shape[0]):  # columns computed on a shrunk set are now incomplete
+        if col_in[s] >= 0 and not full[s]:
+            slot_of[col_in[s]] = -1
+            col_in[s] = -1
+            tick[s] = 0
+    return n
+
+
+# ---------------------------------------------------------------- Python entry point
+@dataclasses.dataclass
+class DualSolution:
+    """What :func:`solve_dual` returns.
+
+    Attributes
+    ----------
+    alpha, grad:
+        The final iterate and the gradient G = Q alpha + p + h'(alpha) at it.
+    iterations:
+        Number of two-variable updates.
+    converged:
+        True when the violation reached ``tol``; False at ``max_iter``.
+    m_up, m_low:
+        max_{I_up} m and min_{I_low} m over all variables (violation = m_up - m_low).
+    objective:
+        f(alpha).
+    qa:
+        Q alpha (for warm starts and the decision values on the training rows).
+    """
+
+    alpha: np.ndarray
+    grad: np.ndarray
+    iterations: int
+    converged: bool
+    m_up: float
+    m_low: float
+    objective: float
+    qa: np.ndarray
+
+    @property
+    def violation(self) -> float:
+        """max_{I_up} m - min_{I_low} m (<= 0 when no pair violates)."""
+        return self.m_up - self.m_low
+
+
+def q_times(qmat: QMatrix, v: np.ndarray, block_elems: int = 2**24) -> np.ndarray:
+    """Q v using only the columns where v != 0, in blocks of at most ``block_elems`` entries."""
+    nz = np.flatnonzero(v)
+    out = np.zeros(qmat.n)
+    if nz.size == 0:
+        return out
+    step = max(1, block_elems // max(qmat.n, 1))
+    for start in range(0, nz.size, step):
+        idx = nz[start : start + step]
+        out += qmat.columns(idx) @ v[idx]
+    return out
+
+
+def entropy_terms(alpha: np.ndarray, cent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(h(alpha), h'(alpha)) for h_i(a) = C_i G(a / C_i), elementwise."""
+    d = alpha / cent
+    h = cent * (d * np.log(d) + (1.0 - d) * np.log1p(-d))
+    hp = np.log(alpha) - np.log(cent - alpha)
+    return h, hp
+
+
+def index_set_extremes(
+    alpha: np.ndarray, grad: np.ndarray, y: np.ndarray, lo: np.ndarray, up: np.ndarray
+) -> tuple[float, float]:
+    """(max_{I_up} m, min_{I_low} m) with m = -y * grad, over all variables."""
+    m = -y * grad
+    pos = y > 0
+    i_up = (pos & (alpha < up)) | (~pos & (alpha > lo))
+    i_low = (~pos & (alpha < up)) | (pos & (alpha > lo))
+    m_up = float(m[i_up].max()) if i_up.any() else -np.inf
+    m_low = float(m[i_low].min()) if i_low.any() else np.inf
+    return m_up, m_low
+
+
+def solve_dual(
+    qmat: QMatrix,
+    y: np.ndarray,
+    lower: np.ndarray,
+    upper: np.ndarray,
+    linear: np.ndarray,
+    *,
+    entropy_C: np.ndarray | None = None,
+    alpha0: np.ndarray,
+    qa0: np.ndarray | None = None,
+    tol: float = 1e-3,
+    max_iter: int = 10_000_000,
+    shrinking: bool = True,
+    verbose: bool = False,
+) -> DualSolution:
+    """Minimise 1/2 a'Qa + p'a + sum h_i(a_i) s.t. y'a = 0, l <= a <= u by SMO.
+
+    Parameters
+    ----------
+    qmat : QMatrix
+        Q (its :meth:`compiled_spec` feeds the compiled loop).
+    y : (n,) array of +-1
+    lower, upper : (n,) arrays
+        The box l, u (SVM: 0, C_i; KLR: gamma_i, C_i - gamma_i).
+    linear : (n,) array
+        p (SVM: -1; KLR: -lambda).
+    entropy_C : (n,) array or None
+        C_i of the entropy terms h_i (KLR); ``None`` for h = 0 (SVM).
+    alpha0 : (n,) array
+        A feasible start (y'alpha0 = 0, inside the box); not modified.
+    qa0 : (n,) array, optional
+        Q alpha0 if known (saves the kernel products of a warm start).
+    tol : float
+        tau, the stopping violation.
+    max_iter : int
+        Cap on two-variable updates; reaching it returns ``converged=False``.
+    shrinking : bool
+        LIBSVM's shrinking heuristic.
+    verbose : bool
+        Print progress every 10^5 iterations.
+    """
+    y = np.ascontiguousarray(y, dtype=float)
+    lo = np.ascontiguousarray(lower, dtype=float)
+    up = np.ascontiguousarray(upper, dtype=float)
+    lin = np.ascontiguousarray(linear, dtype=float)
+    alpha = np.array(alpha0, dtype=float)
+    if np.any(alpha < lo) or np.any(alpha > up):
+        raise ValueError("'alpha0' must lie inside the box [lower, upper]; clip it first.")
+    ent = entropy_C is not None
+    cent = np.ascontiguousarray(entropy_C if ent else np.ones_like(y), dtype=float)
+    qa = q_times(qmat, alpha * 1.0) if qa0 is None else np.array(qa0, dtype=float)
+    grad = qa + lin
+    if ent:
+        grad += entropy_terms(alpha, cent)[1]
+    gbar = np.zeros_like(grad)
+    spec = qmat.compiled_spec()
+    qd = np.ascontiguousarray(qmat.diag(), dtype=float)
+    it, status, _ = _smo_loop(
+        spec.kind, spec.X, spec.sqnorm, spec.gamma, spec.coef0, spec.degree, spec.Q,
+        spec.n_slots, y, lo, up, lin, ent, cent, alpha, grad, gbar, qd,
+        float(tol), int(max_iter), bool(shrinking), bool(verbose),
+    )
+    m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
+    hval, hp = entropy_terms(alpha, cent) if ent else (np.zeros(1), 0.0)
+    qa = grad - lin - hp
+    objective = float(0.5 * alpha @ qa + lin @ alpha + hval.sum())
+    return DualSolution(alpha, grad, int(it), status == STATUS_CONVERGED, m_up, m_low, objective, qa)
+
+
+__all__ = ["DualSolution", "KIND_MATRIX", "TAU", "entropy_terms", "index_set_extremes",
+           "q_times", "solve_dual"]
