@@ -121,11 +121,11 @@ class KLR(Problem):
         "ecos": {"abstol": 1e-10, "reltol": 1e-10, "feastol": 1e-10},
     }
 
-    def solve_full(self, solver: str = "clarabel", *, kkt_tol: float = 1e-5,
+    def solve_full(self, solver: str = "clarabel", *, tol: float = 1e-5,
                    factor_tol: float = 1e-10, time_limit: float | None = None,
                    max_iter: int | None = None, verbose: bool = False,
                    options: dict[str, Any] | None = None) -> SolveResult:
-        """Monolithic conic solve, accepted as optimal only if the KKT violation <= ``kkt_tol``."""
+        """Monolithic conic solve, accepted as optimal only if the KKT violation <= ``tol``."""
         backend = get_backend(solver, "exp")
         t0 = time.perf_counter()
         problem, alpha_var = self.cvxpy_problem(factor_tol)
@@ -144,11 +144,11 @@ class KLR(Problem):
         res.extra.update(b=b, intercept=b, max_violation=viol, **self.sparsity(alpha))
         res.solution_status = SolutionStatus.FEASIBLE
         if term is TerminationCondition.OPTIMAL:
-            if viol <= kkt_tol:
+            if viol <= tol:
                 res.solution_status = SolutionStatus.OPTIMAL
             else:
                 res.termination = TerminationCondition.NUMERICAL_ERROR
-                res.raw_status += f" (KKT violation {viol:.2e} above {kkt_tol})"
+                res.raw_status += f" (KKT violation {viol:.2e} above {tol})"
         return res
 
     def sparsity(self, alpha: np.ndarray, rel: float = 1e-3) -> dict[str, float]:

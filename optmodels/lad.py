@@ -101,7 +101,7 @@ class LAD(Problem):
 
         return to_pyomo(self.qp("primal"))
 
-    def solve_full(self, solver: str = "highs", *, form: str = "dual", gap_tol: float = 1e-7,
+    def solve_full(self, solver: str = "highs", *, form: str = "dual", tol: float = 1e-7,
                    time_limit: float | None = None, verbose: bool = False,
                    options: dict[str, Any] | None = None) -> SolveResult:
         """Verified monolithic solve; ``form="dual"`` (default) is the fast one."""
@@ -128,10 +128,10 @@ class LAD(Problem):
         res.x, res.objective, res.bound = coef, obj, bound
         res.gap = relative_gap(obj, bound)
         res.extra.update(intercept=intercept, form=form, dual_u=u)
-        if res.termination is TerminationCondition.OPTIMAL and (res.gap is None or res.gap > gap_tol):
+        if res.termination is TerminationCondition.OPTIMAL and (res.gap is None or res.gap > tol):
             res.termination = TerminationCondition.NUMERICAL_ERROR
             res.solution_status = SolutionStatus.FEASIBLE
-            res.raw_status += f" (LAD gap {res.gap} above {gap_tol})"
+            res.raw_status += f" (LAD gap {res.gap} above {tol})"
         return res
 
     def _split(self, theta: np.ndarray) -> tuple[np.ndarray, float]:

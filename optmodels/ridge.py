@@ -102,11 +102,11 @@ class Ridge(Problem):
 
         return to_pyomo(self.qp())
 
-    def solve_full(self, solver: str = "cholesky", *, grad_tol: float = 1e-8,
+    def solve_full(self, solver: str = "cholesky", *, tol: float = 1e-8,
                    time_limit: float | None = None, verbose: bool = False,
                    options: dict[str, Any] | None = None) -> SolveResult:
         """``solver="cholesky"`` (the exact reference) or a QP backend (highs, clarabel, ecos),
-        accepted as optimal only if the relative gradient norm is <= ``grad_tol``."""
+        accepted as optimal only if the relative gradient norm is <= ``tol``."""
         if solver == "cholesky":
             t0 = time.perf_counter()
             x = self.closed_form()
@@ -125,8 +125,8 @@ class Ridge(Problem):
         res.objective = self.objective(res.x)
         grad = self.relative_gradient(res.x)
         res.extra.update(intercept=self.intercept(res.x), relative_gradient=grad)
-        if res.termination is TerminationCondition.OPTIMAL and grad > grad_tol:
+        if res.termination is TerminationCondition.OPTIMAL and grad > tol:
             res.termination = TerminationCondition.NUMERICAL_ERROR
             res.solution_status = SolutionStatus.FEASIBLE
-            res.raw_status += f" (relative gradient {grad:.1e} above {grad_tol})"
+            res.raw_status += f" (relative gradient {grad:.1e} above {tol})"
         return res

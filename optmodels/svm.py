@@ -179,7 +179,7 @@ class SVM(Problem):
         return to_pyomo(self.qp(form))
 
     # solve ----------------------------------------------------------------------------------
-    def solve_full(self, solver: str = "clarabel", *, form: str = "auto", gap_tol: float = 1e-6,
+    def solve_full(self, solver: str = "clarabel", *, form: str = "auto", tol: float = 1e-6,
                    time_limit: float | None = None, verbose: bool = False,
                    options: dict[str, Any] | None = None) -> SolveResult:
         """Verified monolithic solve. Clarabel by default: it is exact and the fastest measured
@@ -209,10 +209,10 @@ class SVM(Problem):
                              w=self._X.T @ (alpha * self.y) if self.kernel == "linear" else None)
         res.objective, res.bound = obj, dual
         res.gap = relative_gap(obj, dual)
-        if res.termination is TerminationCondition.OPTIMAL and (res.gap is None or res.gap > gap_tol):
+        if res.termination is TerminationCondition.OPTIMAL and (res.gap is None or res.gap > tol):
             res.termination = TerminationCondition.NUMERICAL_ERROR
             res.solution_status = SolutionStatus.FEASIBLE
-            res.raw_status += f" (SVM duality gap {res.gap} above {gap_tol})"
+            res.raw_status += f" (SVM duality gap {res.gap} above {tol})"
         return res
 
     def decision_function(self, result: SolveResult, X_new: Any) -> np.ndarray:

@@ -113,7 +113,7 @@ class QPData:
 def _expand(blocks: list[Block]) -> list[str]:
     names: list[str] = []
     for name, size in blocks:
-        names.extend(f"{name}[{i}]" for i in range(size))
+        names.extend(f"{name}_{i}" for i in range(size))
     return names
 
 

@@ -1,0 +1,169 @@
+"""Decomposition and sketching strategies beside the full solve, on one instance.
+
+    table = compare(problem, strategies=["full", "aid"], reference="full")
+    table.to_frame()        # pandas DataFrame, one row per strategy
+    table.plot("out.png")   # convergence histories, where strategies record them
+
+Each row carries: time (build / solve / total), peak memory of Python and numpy allocations
+(``tracemalloc``: solver-internal C/C++ memory is not seen), iterations, objective, bound, gap,
+the relative objective difference to the reference strategy (``ref_gap``), the relative
+solution distance (``distance``), the certificate, and problem-specific columns.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import sys
+import time
+import tracemalloc
+from typing import Any
+
+import numpy as np
+
+from solvers.result import SolveResult
+
+
+@dataclasses.dataclass
+class Comparison:
+    """The rows of a comparison and the results behind them."""
+
+    problem: str
+    reference: str
+    records: list[dict[str, Any]]
+    results: dict[str, SolveResult]
+
+    def to_frame(self) -> Any:
+        """A pandas DataFrame of the records (needs ``pip install optmodels[plot]``)."""
+        import pandas as pd
+
+        return pd.DataFrame(self.records).set_index("strategy")
+
+    def to_text(self) -> str:
+        """A fixed-width table for terminals."""
+        cols = ["strategy", "solver", "termination", "objective", "gap", "ref_gap", "distance",
+                "iterations", "time_s", "speedup", "peak_mb"]
+        rows = [[_fmt(r.get(c)) for c in cols] for r in self.records]
+        widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
+        line = "  ".join(c.ljust(w) for c, w in zip(cols, widths))
+        body = ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in rows]
+        return "\n".join([f"{self.problem}: reference = {self.reference}", line] + body)
+
+    def plot(self, path: str) -> str:
+        """Write the convergence plot (see :mod:`optmodels.plots`)."""
+        from optmodels.plots import plot_comparison
+
+        return plot_comparison(self, path)
+
+
+def _fmt(v: Any) -> str:
+    if v is None:
+        return "-"
+    if isinstance(v, float):
+        return f"{v:.6g}" if np.isfinite(v) else str(v)
+    return str(v)
+
+
+def record(problem: Any, res: SolveResult, peak_mb: float | None = None) -> dict[str, Any]:
+    """The JSON-ready summary of one result (the CLI's ``--json`` object)."""
+    out: dict[str, Any] = {
+        "problem": problem.NAME,
+        "strategy": res.strategy,
+        "solver": res.solver,
+        "termination": res.termination.value,
+        "solution_status": res.solution_status.value,
+        "objective": _num(res.objective),
+        "bound": _num(res.bound),
+        "gap": _num(res.gap),
+        "certified": bool(res.extra.get("certified", res.is_optimal)),
+        "iterations": int(res.iterations),
+        "build_s": float(res.build_time),
+        "solve_s": float(res.solve_time),
+        "time_s": float(res.time),
+        "n": problem.n,
+        "p": problem.p,
+    }
+    if "intercept" in res.extra:
+        out["intercept"] = _num(res.extra["intercept"])
+    for key in ("n_clusters_final", "n_active", "active_share", "max_violation",
+                "relative_gradient", "rel_error", "n_sv"):
+        if key in res.extra:
+            out[key] = _num(res.extra[key])
+    if peak_mb is not None:
+        out["peak_mb"] = peak_mb
+    return out
+
+
+def _num(v: Any) -> Any:
+    if v is None:
+        return None
+    v = float(v)
+    return v if np.isfinite(v) else None
+
+
+def compare(
+    problem: Any,
+    strategies: list[str] | tuple[str, ...] = ("full",),
+    *,
+    reference: str = "full",
+    options: dict[str, dict[str, Any]] | None = None,
+    memory: bool = True,
+    progress: bool = True,
+) -> Comparison:
+    """Run each strategy on ``problem`` and tabulate it against ``reference``.
+
+    ``options`` maps a strategy name to its keyword options. ``progress`` prints one line per
+    strategy to stderr; ``memory`` traces peak Python/numpy allocations (slows Python code a
+    little; the solvers' own C/C++ memory is not traced).
+    """
+    names = list(dict.fromkeys([reference, *strategies]))
+    known = problem.strategies()
+    bad = [s for s in names if s not in known]
+    if bad:
+        raise ValueError(f"Unknown strategy {bad[0]!r} for {problem.NAME}; choose from {', '.join(known)}.")
+    options = options or {}
+    results: dict[str, SolveResult] = {}
+    records = []
+    for i, name in enumerate(names, 1):
+        if progress:
+            print(f"[{i}/{len(names)}] {problem.NAME}: {name} ...", file=sys.stderr, flush=True)
+        t0 = time.perf_counter()
+        if memory:
+            tracemalloc.start()
+        try:
+            res = problem.solve(strategy=name, **options.get(name, {}))
+        finally:
+            peak = tracemalloc.get_traced_memory()[1] / 2**20 if memory else None
+            if memory:
+                tracemalloc.stop()
+        if progress:
+            print(f"      {res.termination.value} in {time.perf_counter() - t0:.2f} s",
+                  file=sys.stderr, flush=True)
+        results[name] = res
+        records.append(record(problem, res, peak))
+    _relate(records, results, reference)
+    return Comparison(problem.NAME, reference, [r for r in records if r["strategy"] in strategies
+                                                or r["strategy"] == reference], results)
+
+
+def _relate(records: list[dict[str, Any]], results: dict[str, SolveResult], reference: str) -> None:
+    """Fill ref_gap, distance and speedup relative to the reference row."""
+    ref = results[reference]
+    for rec in records:
+        res = results[rec["strategy"]]
+        rec["ref_gap"] = relative_difference(res.objective, ref.objective)
+        rec["distance"] = solution_distance(res.x, ref.x)
+        rec["speedup"] = ref.time / res.time if res.time > 0 else None
+
+
+def relative_difference(value: float, reference: float) -> float | None:
+    """(value - reference) / max(1, |reference|), or None when either is missing."""
+    if not (np.isfinite(value) and np.isfinite(reference)):
+        return None
+    return float((value - reference) / max(1.0, abs(reference)))
+
+
+def solution_distance(x: np.ndarray | None, x_ref: np.ndarray | None) -> float | None:
+    """||x - x_ref|| / max(1, ||x_ref||) when both exist with the same shape."""
+    if x is None or x_ref is None or np.shape(x) != np.shape(x_ref):
+        return None
+    return float(np.linalg.norm(x - x_ref) / max(1.0, float(np.linalg.norm(x_ref))))

@@ -1,0 +1,63 @@
+"""The registry of solution strategies per problem: ``problem.solve(strategy=...)`` looks here.
+
+Each entry adapts a problem's validated data to an array-level routine in :mod:`solvers` and
+returns a :class:`~solvers.result.SolveResult` whose ``objective`` is the problem's own objective
+at the returned solution, so every strategy is comparable with the ``"full"`` solve.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from solvers.result import SolveResult
+
+Runner = Callable[..., SolveResult]
+_REGISTRY: dict[str, dict[str, Runner]] = {"lad": {}, "svm": {}, "klr": {}, "ridge": {}}
+
+
+def register(problem: str, name: str) -> Callable[[Runner], Runner]:
+    """Decorator: make ``fn(problem, **options)`` the strategy ``name`` of ``problem``."""
+
+    def deco(fn: Runner) -> Runner:
+        _REGISTRY[problem][name] = fn
+        return fn
+
+    return deco
+
+
+def strategies_for(problem: str) -> list[str]:
+    """Names of the strategies registered for ``problem``."""
+    _load()
+    return sorted(_REGISTRY[problem])
+
+
+def run_strategy(problem: Any, strategy: str, **options: Any) -> SolveResult:
+    """Run ``strategy`` on ``problem``; unknown names list the choices."""
+    _load()
+    table = _REGISTRY[problem.NAME]
+    if strategy not in table:
+        raise ValueError(
+            f"Unknown strategy {strategy!r} for {problem.NAME}; choose one of {', '.join(sorted(table))}."
+        )
+    result = table[strategy](problem, **options)
+    result.strategy = strategy
+    return result
+
+
+def _full(problem: Any, **options: Any) -> SolveResult:
+    return problem.solve_full(**options)
+
+
+for _name in _REGISTRY:
+    register(_name, "full")(_full)
+
+_LOADED = False
+
+
+def _load() -> None:
+    """Import the modules that register the decomposition and sketching strategies."""
+    global _LOADED
+    if not _LOADED:
+        _LOADED = True
+        from optmodels import strategy_adapters  # noqa: F401
