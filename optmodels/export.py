@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from solvers.errors import ExportError
-from solvers.highs_backend import to_highs
+from solvers.highs_backend import new_highs, to_highs
 from solvers.qp import QPData
 
 FORMATS = (".mps", ".lp")
@@ -57,8 +57,7 @@ def read(path: str | os.PathLike) -> Any:
     p = Path(path)
     if not p.is_file():
         raise FileNotFoundError(f"No model file at {str(p)!r}.")
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    h = new_highs()
     if h.readModel(str(p)) not in (highspy.HighsStatus.kOk, highspy.HighsStatus.kWarning):
         raise ExportError(f"HiGHS could not read {str(p)!r}; is it an MPS or LP file?")
     return h

@@ -7,6 +7,7 @@ at the returned solution, so every strategy is comparable with the ``"full"`` so
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 from typing import Any
 
@@ -40,9 +41,25 @@ def run_strategy(problem: Any, strategy: str, **options: Any) -> SolveResult:
         raise ValueError(
             f"Unknown strategy {strategy!r} for {problem.NAME}; choose one of {', '.join(sorted(table))}."
         )
-    result = table[strategy](problem, **options)
+    runner = table[strategy]
+    check_options(problem.solve_full if runner is _full else runner, options,
+                  f"strategy {strategy!r} of {problem.NAME}")
+    result = runner(problem, **options)
     result.strategy = strategy
     return result
+
+
+def check_options(fn: Callable[..., Any], options: dict[str, Any], owner: str) -> None:
+    """Refuse option names that ``fn`` does not take, listing the ones it does."""
+    params = inspect.signature(fn).parameters
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
+        return
+    valid = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY
+             or (p.default is not inspect.Parameter.empty)]
+    unknown = sorted(set(options) - set(valid))
+    if unknown:
+        raise ValueError(f"Unknown option(s) {', '.join(map(repr, unknown))} for {owner}; "
+                         f"valid options are {', '.join(valid)}.")
 
 
 def _full(problem: Any, **options: Any) -> SolveResult:

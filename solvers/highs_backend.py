@@ -7,6 +7,8 @@ changes the answer of ill-conditioned QPs, so it is switched off here.
 
 from __future__ import annotations
 
+import os
+import sys
 import time
 from typing import Any, ClassVar
 
@@ -41,12 +43,41 @@ STATUS_MAP = {
 }
 
 
+_BANNER_SILENCED = False
+
+
+def new_highs(verbose: bool = False) -> Any:
+    """A ``highspy.Highs`` with logging off unless ``verbose``.
+
+    HiGHS prints a copyright banner on standard output when the first instance of a process is
+    made; that would corrupt ``optmodels ... --json``, so the first construction runs with file
+    descriptor 1 pointed at /dev/null.
+    """
+    import highspy
+
+    global _BANNER_SILENCED
+    if _BANNER_SILENCED or verbose:
+        h = highspy.Highs()
+    else:
+        sys.stdout.flush()
+        saved, devnull = os.dup(1), os.open(os.devnull, os.O_WRONLY)
+        try:
+            os.dup2(devnull, 1)
+            h = highspy.Highs()
+        finally:
+            os.dup2(saved, 1)
+            os.close(saved)
+            os.close(devnull)
+        _BANNER_SILENCED = True
+    h.setOptionValue("output_flag", bool(verbose))
+    return h
+
+
 def to_highs(qp: QPData, *, names: bool = False, verbose: bool = False) -> Any:
     """Build a ``highspy.Highs`` object holding ``qp`` (names optional: costly for large n)."""
     import highspy
 
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", bool(verbose))
+    h = new_highs(verbose)
     inf = highspy.kHighsInf
     lp = highspy.HighsLp()
     lp.num_col_ = qp.n_cols
@@ -96,10 +127,8 @@ class HighsBackend:
 
     @staticmethod
     def version() -> str:
-        import highspy
-
-        h = highspy.Highs
-        return f"{h().versionMajor()}.{h().versionMinor()}.{h().versionPatch()}"
+        h = new_highs()
+        return f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
 
     def solve_qp(
         self,

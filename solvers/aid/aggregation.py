@@ -48,11 +48,21 @@ def cluster_sums(
     return W, SX, SY
 
 
+def compact_labels(labels: np.ndarray) -> np.ndarray:
+    """Renumber non-negative int labels to 0..K-1 keeping their order, in O(n + max label)."""
+    labels = np.asarray(labels, dtype=np.int64)
+    if labels.size and labels.min() < 0:
+        raise ValueError("cluster labels must be >= 0.")
+    present = np.bincount(labels) > 0
+    remap = np.cumsum(present) - 1
+    return remap[labels]
+
+
 def aggregate(X: np.ndarray, y: np.ndarray, s: np.ndarray, labels: np.ndarray) -> Aggregate:
     """Aggregate the rows of a fresh clustering (labels renumbered to 0..K-1 if needed)."""
-    labels = np.asarray(labels, dtype=np.int64)
-    uniq, labels = np.unique(labels, return_inverse=True)
-    W, SX, SY = cluster_sums(X, y, s, labels, uniq.shape[0])
+    labels = compact_labels(labels)
+    K = int(labels.max()) + 1 if labels.size else 0
+    W, SX, SY = cluster_sums(X, y, s, labels, K)
     return Aggregate(labels=labels, W=W, SX=SX, SY=SY)
 
 
@@ -75,27 +85,48 @@ def split_mixed(
     s: np.ndarray,
     mixed: np.ndarray,
     score: np.ndarray,
-) -> np.ndarray:
-    """Split every mixed cluster into {score > 0} (a new cluster) and {score <= 0} (keeps its id).
+    *,
+    refine: bool = False,
+) -> tuple[np.ndarray, np.ndarray]:
+    """Split every mixed cluster into {score > 0} and {score <= 0} (the paper's rule).
 
-    Updates ``agg`` in place (labels and sums; new clusters get ids K, K+1, ...) and returns the
-    ids of all clusters whose sums changed (the old ids, then the new ones).
+    With ``refine`` each side is halved again at its mean |score| (a 4-way split), which
+    isolates the rows near score 0, the ones the certificate is about, in fewer iterations;
+    any refinement keeps AID finite and exact.  Updates ``agg`` in place: the first non-empty
+    piece of cluster k keeps id k, the other pieces get ids K, K+1, ...  Returns
+    ``(old_ids, new_ids)``: the split clusters and the clusters created.
     """
     K = agg.n_clusters
-    old_ids = np.flatnonzero(mixed)
-    new_id = np.full(K, -1, dtype=np.int64)
-    new_id[old_ids] = K + np.arange(old_ids.shape[0])
     rows = np.flatnonzero(mixed[agg.labels])
-    move = rows[score[rows] > 0]
-    agg.labels[move] = new_id[agg.labels[move]]
-    K_new = K + old_ids.shape[0]
-    sub_labels = agg.labels[rows]
-    W, SX, SY = cluster_sums(X[rows], y[rows], s[rows], sub_labels, K_new)
-    changed = np.concatenate([old_ids, new_id[old_ids]])
-    agg.W = np.concatenate([agg.W, np.zeros(old_ids.shape[0])])
-    agg.SX = np.concatenate([agg.SX, np.zeros((old_ids.shape[0], agg.SX.shape[1]))])
-    agg.SY = np.concatenate([agg.SY, np.zeros(old_ids.shape[0])])
+    lab = agg.labels[rows]
+    sc = score[rows]
+    piece = (sc > 0).astype(np.int64)
+    if refine:
+        a = np.abs(sc)
+        key = 2 * lab + piece
+        tot = np.bincount(key, weights=a, minlength=2 * K)
+        cnt = np.bincount(key, minlength=2 * K)
+        mean = tot[key] / cnt[key]
+        piece = 2 * piece + (a > mean)
+    P = 4 if refine else 2
+    keys, inv = np.unique(lab * P + piece, return_inverse=True)
+    key_cluster = keys // P
+    first = np.ones(keys.shape[0], dtype=bool)
+    first[1:] = key_cluster[1:] != key_cluster[:-1]
+    old_ids = key_cluster[first]
+    n_new = int((~first).sum())
+    key_id = np.empty(keys.shape[0], dtype=np.int64)
+    key_id[first] = old_ids
+    new_ids = K + np.arange(n_new, dtype=np.int64)
+    key_id[~first] = new_ids
+    sub_labels = key_id[inv]
+    agg.labels[rows] = sub_labels
+    W, SX, SY = cluster_sums(X[rows], y[rows], s[rows], sub_labels, K + n_new)
+    agg.W = np.concatenate([agg.W, np.zeros(n_new)])
+    agg.SX = np.concatenate([agg.SX, np.zeros((n_new, agg.SX.shape[1]))])
+    agg.SY = np.concatenate([agg.SY, np.zeros(n_new)])
+    changed = np.concatenate([old_ids, new_ids])
     agg.W[changed] = W[changed]
     agg.SX[changed] = SX[changed]
     agg.SY[changed] = SY[changed]
-    return changed
+    return old_ids, new_ids

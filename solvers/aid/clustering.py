@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from solvers.aid.aggregation import compact_labels
 from solvers.aid.lad_lp import AggregatedLadLP
 
 LAD_METHODS = ("band", "quantile", "kmeans")
@@ -40,44 +41,87 @@ def subsample(n: int, size: int, rng: np.random.Generator) -> np.ndarray:
 
 
 def fit_lad_subsample(
-    X: np.ndarray, y: np.ndarray, s: np.ndarray, *, fit_intercept: bool, idx: np.ndarray
+    X: np.ndarray,
+    y: np.ndarray,
+    s: np.ndarray,
+    *,
+    fit_intercept: bool,
+    idx: np.ndarray,
+    exact: bool = False,
+    irls_iter: int = 30,
 ) -> tuple[np.ndarray, float]:
-    """Exact weighted LAD fit (beta, b) on the rows ``idx`` (LP dual by HiGHS simplex)."""
+    """Weighted LAD fit (beta, b) on the rows ``idx``, for the initial clustering only.
+
+    Default: iteratively reweighted least squares, weights s_i / max(|r_i|, delta) (delta a
+    small quantile of |r|), ``irls_iter`` rounds of an O(m p^2) solve: an approximate LAD fit
+    in milliseconds where the exact LP on 20,000 rows takes 0.2-1.6 s (p = 10-50).  The
+    clustering only needs a fit close to the optimum; AID's certificate does not depend on it.
+    ``exact=True`` solves the LP dual by HiGHS instead.
+    """
     Xs, ys, ss = X[idx], y[idx], s[idx]
-    SX = Xs * ss[:, None]
-    SXa = np.column_stack([SX, ss]) if fit_intercept else SX
-    lp = AggregatedLadLP(SXa, ss * ys)
-    status, _, coef, _ = lp.solve()
-    if status != "Optimal":  # pragma: no cover - a tiny LP; fall back to a zero fit
-        coef = np.zeros(SXa.shape[1])
+    A = np.column_stack([Xs, np.ones(Xs.shape[0])]) if fit_intercept else Xs
     p = X.shape[1]
+    if A.shape[1] == 0:
+        return np.zeros(0), 0.0
+    if exact:
+        lp = AggregatedLadLP(A * ss[:, None], ss * ys)
+        status, _, coef, _ = lp.solve()
+        if status != "Optimal":  # pragma: no cover - a small LP; fall back to IRLS
+            coef = _irls(A, ys, ss, irls_iter)
+    else:
+        coef = _irls(A, ys, ss, irls_iter)
     return coef[:p], float(coef[p]) if fit_intercept else 0.0
 
 
+def _irls(A: np.ndarray, y: np.ndarray, s: np.ndarray, iters: int) -> np.ndarray:
+    """min sum s_i |y_i - a_i'c| by reweighted least squares (a few ridge-stabilised solves)."""
+    q = A.shape[1]
+    w = s.copy()
+    coef = np.zeros(q)
+    for _ in range(iters):
+        G = (A * w[:, None]).T @ A
+        G[np.diag_indices(q)] += 1e-10 * (np.trace(G) / q + 1.0)
+        coef = np.linalg.solve(G, (A * w[:, None]).T @ y)
+        a = np.abs(y - A @ coef)
+        delta = max(float(np.quantile(a, 0.01)), 1e-12 * (1.0 + float(a.max())))
+        w = s / np.maximum(a, delta)
+    return coef
+
+
 def score_bins(
-    score: np.ndarray, s: np.ndarray, K: int, *, method: str, band: float = DEFAULT_BAND
+    score: np.ndarray,
+    s: np.ndarray,
+    K: int,
+    *,
+    method: str,
+    band: float = DEFAULT_BAND,
+    rng: np.random.Generator | None = None,
+    sample_size: int = 100_000,
 ) -> np.ndarray:
     """Cut rows into about K bins of ``score``, split at 0, by equal weight or equal mass.
 
+    The bin edges come from a sample of ``sample_size`` rows (all rows when n is smaller);
+    every row then finds its bin by binary search, O(n log K) instead of a full sort.
     Returns labels in 0..K'-1 (K' <= K + 1 since the cut at 0 may add a bin).
     """
     n = score.shape[0]
     if K >= n:
         return np.arange(n, dtype=np.int64)
-    order = np.argsort(score, kind="stable")
-    ss = score[order]
+    rng = rng if rng is not None else np.random.default_rng(0)
+    idx = subsample(n, sample_size, rng)
+    sc, w = score[idx], s[idx]
+    order = np.argsort(sc, kind="stable")
+    sc, w = sc[order], w[order]
     if method == "band":
-        a = np.abs(ss)
+        a = np.abs(sc)
         eps = max(float(np.quantile(a, band)), 1e-12 * (1.0 + float(a.max())))
-        mass = s[order] / (a + eps)
-    else:
-        mass = s[order]
-    cum = np.cumsum(mass)
-    bins = np.minimum((cum - 0.5 * mass) / cum[-1] * K, K - 1).astype(np.int64)
-    bins = 2 * bins + (ss > 0)  # cut every bin at score 0: sign-pure for the subsample fit
-    labels = np.empty(n, dtype=np.int64)
-    labels[order] = bins
-    return labels
+        w = w / (a + eps)
+    cum = np.cumsum(w)
+    targets = cum[-1] * np.arange(1, K) / K
+    edges = sc[np.minimum(np.searchsorted(cum, targets), sc.shape[0] - 1)]
+    edges = np.unique(np.concatenate([edges, [0.0]]))
+    labels = np.searchsorted(edges, score, side="left").astype(np.int64)
+    return compact_labels(labels)
 
 
 def kmeans_labels(
@@ -133,8 +177,8 @@ def lad_clusters(
     if method == "kmeans":
         return kmeans_labels(np.column_stack([X, r]), n_clusters, rng, sample_size=sample_size)
     if method == "quantile":
-        return score_bins(r, s, n_clusters, method=method)
-    labels = score_bins(r, s, max(1, n_clusters // 2), method=method)
+        return score_bins(r, s, n_clusters, method=method, rng=rng)
+    labels = score_bins(r, s, max(1, n_clusters // 2), method=method, rng=rng)
     return cycle_split(labels, X, rng)
 
 
@@ -152,4 +196,4 @@ def cycle_split(labels: np.ndarray, X: np.ndarray, rng: np.random.Generator) -> 
     centre = X[subsample(n, DEFAULT_SAMPLE_SIZE, rng)].mean(axis=0)
     j = labels % p
     high = X[np.arange(n), j] > centre[j]
-    return np.unique(2 * labels + high, return_inverse=True)[1].astype(np.int64)
+    return compact_labels(2 * labels + high)

@@ -85,15 +85,19 @@ class AggregatedLadLP:
         return status, F, beta, v_cols[self.col]
 
     def split(
-        self, changed: np.ndarray, SXa: np.ndarray, SY: np.ndarray, beta: np.ndarray
+        self,
+        old_ids: np.ndarray,
+        new_ids: np.ndarray,
+        SXa: np.ndarray,
+        SY: np.ndarray,
+        beta: np.ndarray,
     ) -> None:
-        """Replace clusters ``changed[:m]`` (old ids) by themselves and ``changed[m:]`` (new).
+        """Replace the columns of the split clusters ``old_ids`` and add those of ``new_ids``.
 
         ``SXa`` and ``SY`` hold the updated sums of all clusters.
         """
         h = self.highs
-        m = changed.shape[0] // 2
-        old_ids, new_ids = changed[:m], changed[m:]
+        m = old_ids.shape[0]
         basis = h.getBasis()
         col_status = list(basis.col_status)
         was_basic = np.array([col_status[c] == _KBASIC for c in self.col[old_ids]], dtype=bool)

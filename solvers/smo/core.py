@@ -172,21 +172,28 @@ def _get_col(i, need_full, kind, X, sqn, gamma, coef0, degree, Qm, y,
 
 
 # ---------------------------------------------------------------- index sets
-@numba.njit(cache=True, inline="always")
-def _in_up(t, y, alpha, lo, up):
-    """t in I_up: alpha_t can move along +y_t."""
-    return (y[t] > 0.0 and alpha[t] < up[t]) or (y[t] < 0.0 and alpha[t] > lo[t])
+@numba.njit(cache=True)
+def _in_up(yt, at, lt, ut):
+    """t in I_up: alpha_t can move along +y_t (scalar arguments: numba inlines this fast)."""
+    if yt > 0.0:
+        return at < ut
+    return at > lt
 
 
-@numba.njit(cache=True, inline="always")
-def _in_low(t, y, alpha, lo, up):
+@numba.njit(cache=True)
+def _in_low(yt, at, lt, ut):
     """t in I_low: alpha_t can move along -y_t."""
-    return (y[t] > 0.0 and alpha[t] > lo[t]) or (y[t] < 0.0 and alpha[t] < up[t])
+    if yt > 0.0:
+        return at > lt
+    return at < ut
 
 
-@numba.njit(cache=True, inline="always")
-def _is_free(t, alpha, lo, up):
-    return lo[t] < alpha[t] < up[t]
+@numba.njit(cache=True)
+def _is_free(at, lt, ut):
+    """l_t < alpha_t < u_t."""
+    if at <= lt:
+        return False
+    return at < ut
 
 
 @numba.njit(cache=True)
@@ -197,9 +204,9 @@ def _extremes(y, alpha, lo, up, grad, act, n_act):
     for k in range(n_act):
         t = act[k]
         m = -y[t] * grad[t]
-        if _in_up(t, y, alpha, lo, up) and m > gmax:
+        if _in_up(y[t], alpha[t], lo[t], up[t]) and m > gmax:
             gmax = m
-        if _in_low(t, y, alpha, lo, up) and m < gmin:
+        if _in_low(y[t], alpha[t], lo[t], up[t]) and m < gmin:
             gmin = m
     return gmax, gmin
 
@@ -260,8 +267,8 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, n_slots,
                 k2 = 0
                 for k in range(n_act):
                     t = act[k]
-                    iu = _in_up(t, y, alpha, lo, up)
-                    il = _in_low(t, y, alpha, lo, up)
+                    iu = _in_up(y[t], alpha[t], lo[t], up[t])
+                    il = _in_low(y[t], alpha[t], lo[t], up[t])
                     m = -y[t] * grad[t]
                     if iu and il:
                         drop = False
@@ -283,7 +290,7 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, n_slots,
         i = -1
         for k in range(n_act):
             t = act[k]
-            if _in_up(t, y, alpha, lo, up):
+            if _in_up(y[t], alpha[t], lo[t], up[t]):
                 m = -y[t] * grad[t]
                 if m >= gmax:
                     gmax = m
@@ -298,7 +305,7 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, n_slots,
             best = np.inf
             for k in range(n_act):
                 t = act[k]
-                if _in_low(t, y, alpha, lo, up):
+                if _in_low(y[t], alpha[t], lo[t], up[t]):
                     m = -y[t] * grad[t]
                     if m < gmin:
                         gmin = m
@@ -411,7 +418,7 @@ def _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin, ent, ce
             grad[t] += _hp(alpha[t], cent[t])
     nr_free = 0
     for k in range(n_act):
-        if _is_free(act[k], alpha, lo, up):
+        if _is_free(alpha[act[k]], lo[act[k]], up[act[k]]):
             nr_free += 1
     if nr_free * n > 2 * n_act * (n - n_act):
         for t in inact:  # column t on the active rows = row t of Q
@@ -420,13 +427,13 @@ def _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin, ent, ce
             acc = 0.0
             for k in range(n_act):
                 a = act[k]
-                if _is_free(a, alpha, lo, up):
+                if _is_free(alpha[a], lo[a], up[a]):
                     acc += alpha[a] * col[a]
             grad[t] += acc
     else:
         for k in range(n_act):
             a = act[k]
-            if _is_free(a, alpha, lo, up):
+            if _is_free(alpha[a], lo[a], up[a]):
                 col = _get_col(a, True, kind, X, sqn, gamma, coef0, degree, Qm, y,
                                slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx)
                 for t in inact:

@@ -1,0 +1,422 @@
+r"""Kernel logistic regression (KLR) and sparse KLR (S-KLR) dual trained by SMO.
+
+Problem (formulations.md sections 3-5; the paper's (22))::
+
+    min_alpha  f(alpha) = 1/2 alpha' Q alpha + sum_i C_i G(alpha_i / C_i) - lambda sum_i alpha_i
+    s.t.       y' alpha = 0,   gamma_i <= alpha_i <= C_i - gamma_i
+    G(d) = d log d + (1 - d) log(1 - d),    C_i = C s_i,   gamma_i = bound_tol * s_i
+
+* ``lam`` = lambda >= 0 (lambda = 0: plain KLR; lambda > 0: S-KLR, sparser alpha).
+* ``bound_tol`` = the paper's gamma (for unit weight). ``None`` or 0 keeps the open box
+  0 < alpha_i < C_i of the exact dual by an internal gamma_i = 1e-12 C_i (the entropy's
+  derivative there is +-27.6, so only points with |lambda - y_i f(x_i)| > 27.6 would feel it).
+* Gradient: grad_i = (Q alpha)_i + log(alpha_i / (C_i - alpha_i)) - lambda, so
+  m_i = -y_i grad_i contains **+ lambda y_i** (the sign formulations.md derives; the paper's
+  printed "- lambda y_i" would solve the problem with + lambda sum alpha, which the tests show
+  does not reproduce the monolithic optimum of the objective above). The generic core only
+  sees the linear term p = -lambda, so the sign cannot drift between selection and update.
+* Optimality: alpha_i / C_i = sigma(lambda - y_i f(x_i)), f(x) = sum_j alpha_j y_j k(x_j, x) + b,
+  b = (max_{I_up} m + min_{I_low} m) / 2 at convergence.
+* Sparsity: row i is in the model ("support") when alpha_i > gamma_i + sparse_tol * C_i
+  (default sparse_tol = 1e-3, as in formulations.md section 4).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from solvers.errors import DataError
+from solvers.kernels import Kernel
+from solvers.result import SolutionStatus, SolveResult, TerminationCondition
+from solvers.smo.core import DualSolution, q_times, solve_dual
+from solvers.smo.prediction import kernel_expansion
+from solvers.smo.qmatrix import KernelQMatrix, PrecomputedQMatrix, QMatrix, cache_slots
+from solvers.smo.validation import (
+    check_alpha0,
+    check_kernel,
+    check_labels,
+    check_matrix,
+    check_max_iter,
+    check_nonnegative,
+    check_positive,
+    check_sample_weight,
+)
+
+OPEN_BOX_EPS = 1e-12
+"""gamma_i / C_i used when ``bound_tol`` is None or 0 (the open box 0 < alpha_i < C_i)."""
+
+
+@dataclasses.dataclass
+class KLRProblem:
+    """Validated data of one KLR dual (rows with zero weight removed)."""
+
+    X: np.ndarray  # all rows (or the full kernel matrix for 'precomputed')
+    y: np.ndarray  # +-1, all rows
+    classes: np.ndarray
+    kernel: Kernel
+    keep: np.ndarray  # rows with C_i > 0
+    C: np.ndarray  # C_i of the kept rows
+    lower: np.ndarray  # gamma_i
+    upper: np.ndarray  # C_i - gamma_i
+    qmat: QMatrix
+    sparse_tol: float
+
+    @property
+    def yk(self) -> np.ndarray:
+        return self.y[self.keep]
+
+
+def prepare_klr(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    C: float = 1.0,
+    bound_tol: float | None = None,
+    sample_weight: np.ndarray | None = None,
+    kernel: Kernel | str = "rbf",
+    cache_mb: float = 200.0,
+    sparse_tol: float = 1e-3,
+) -> KLRProblem:
+    """Validate the inputs and build Q (in full when n^2 doubles fit in ``cache_mb``)."""
+    kernel = check_kernel(kernel)
+    X = check_matrix(X, "X")
+    n = X.shape[0]
+    y_pm, classes = check_labels(y, n)
+    C = check_positive(C, "C")
+    check_positive(cache_mb, "cache_mb")
+    sparse_tol = check_nonnegative(sparse_tol, "sparse_tol")
+    s = check_sample_weight(sample_weight, n)
+    keep = s > 0
+    if np.unique(y_pm[keep]).size < 2:
+        raise DataError("Only one class is left after removing zero-weight rows ('sample_weight').")
+    Ci = C * s[keep]
+    if bound_tol is None or bound_tol == 0:
+        lower = OPEN_BOX_EPS * Ci
+    else:
+        g = check_nonnegative(bound_tol, "bound_tol")
+        if not g < 0.5 * C:
+            raise DataError(f"'bound_tol' (gamma) must be < C / 2 = {C / 2}; got {bound_tol!r}.")
+        lower = g * s[keep]
+    upper = Ci - lower
+    idx = np.flatnonzero(keep)
+    if kernel.name == "precomputed":
+        if X.shape[1] != n:
+            raise DataError(f"With kernel='precomputed', 'X' must be the n x n kernel matrix; got {X.shape}.")
+        qmat: QMatrix = PrecomputedQMatrix(X[np.ix_(idx, idx)], y_pm[idx])
+    elif 8 * idx.size**2 <= cache_mb * 2**20:
+        qmat = PrecomputedQMatrix.from_kernel(X[idx], y_pm[idx], kernel)
+    else:
+        qmat = KernelQMatrix(X[idx], y_pm[idx], kernel, cache_mb)
+    return KLRProblem(X, y_pm, classes, kernel, keep, Ci, lower, upper, qmat, sparse_tol)
+
+
+def feasible_start(y: np.ndarray, lower: np.ndarray, upper: np.ndarray, C: np.ndarray) -> np.ndarray:
+    """Keerthi's start (formulations.md section 5).
+
+    alpha_i = 1/m_1 in class 1 and 1/m_2 in class 2 (both class sums are 1, so y'alpha = 0)
+    when that lies strictly inside every box; otherwise the class with the larger lower-bound
+    sum sits at its lower bound and the other class shares that sum in proportion to C_i;
+    if even that leaves the box, alpha_i = c_k C_i with c_k <= 1/2 chosen to balance the sums.
+    """
+    pos = y > 0
+    m_pos, m_neg = pos.sum(), (~pos).sum()
+    a = np.where(pos, 1.0 / m_pos, 1.0 / m_neg)
+    if np.all(a > lower) and np.all(a < upper):
+        return a
+    big = pos if lower[pos].sum() >= lower[~pos].sum() else ~pos
+    a = lower.copy()
+    a[~big] = lower[big].sum() * C[~big] / C[~big].sum()
+    if np.all(a[~big] > lower[~big]) and np.all(a[~big] < upper[~big]):
+        return a
+    total = 0.5 * min(C[pos].sum(), C[~pos].sum())
+    return np.where(pos, total * C / C[pos].sum(), total * C / C[~pos].sum())
+
+
+def solve_klr_problem(
+    prob: KLRProblem,
+    lam: float,
+    *,
+    tol: float = 1e-6,
+    shrinking: bool = True,
+    max_iter: int = 10_000_000,
+    alpha0: np.ndarray | None = None,
+    qa0: np.ndarray | None = None,
+    verbose: bool = False,
+) -> SolveResult:
+    """Solve one prepared KLR dual at ``lam`` (warm start from ``alpha0``, ``qa0`` = Q alpha0)."""
+    t0 = time.perf_counter()
+    lam = check_nonnegative(lam, "lam")
+    tol = check_positive(tol, "tol")
+    max_iter = check_max_iter(max_iter)
+    yk = prob.yk
+    if alpha0 is None:
+        start = feasible_start(yk, prob.lower, prob.upper, prob.C)
+        qa0 = None
+    else:
+        start = np.clip(alpha0, prob.lower, prob.upper)
+        if abs(yk @ start) > 1e-9 * max(1.0, np.abs(start).sum()) or not np.array_equal(start, alpha0):
+            start, qa0 = _repair(start, yk, prob), None
+    sol = solve_dual(prob.qmat, yk, prob.lower, prob.upper, np.full(yk.size, -lam),
+                     entropy_C=prob.C, alpha0=start, qa0=qa0, tol=tol, max_iter=max_iter,
+                     shrinking=shrinking, verbose=verbose)
+    return _result(prob, lam, sol, time.perf_counter() - t0)
+
+
+def _repair(a: np.ndarray, y: np.ndarray, prob: KLRProblem) -> np.ndarray:
+    """Move a clipped warm start back onto y'alpha = 0 by scaling the heavier class to the box."""
+    pos = y > 0
+    sp, sn = a[pos].sum(), a[~pos].sum()
+    heavy = pos if sp > sn else ~pos
+    target = min(sp, sn)
+    lo_h = prob.lower[heavy]
+    excess = a[heavy] - lo_h
+    if excess.sum() <= 0:
+        return feasible_start(y, prob.lower, prob.upper, prob.C)
+    factor = (target - lo_h.sum()) / excess.sum()
+    if not 0 < factor <= 1:
+        return feasible_start(y, prob.lower, prob.upper, prob.C)
+    a = a.copy()
+    a[heavy] = lo_h + factor * excess
+    return a
+
+
+def _result(prob: KLRProblem, lam: float, sol: DualSolution, seconds: float) -> SolveResult:
+    n = prob.y.size
+    yk = prob.yk
+    b = 0.5 * (sol.m_up + sol.m_low)
+    alpha = np.zeros(n)
+    alpha[prob.keep] = sol.alpha
+    thr = np.zeros(n)
+    thr[prob.keep] = prob.lower + prob.sparse_tol * prob.C
+    support = prob.keep & (alpha > thr)
+    f_train = np.full(n, np.nan)
+    f_train[prob.keep] = yk * sol.qa + b
+    term = TerminationCondition.OPTIMAL if sol.converged else TerminationCondition.ITERATION_LIMIT
+    status = SolutionStatus.OPTIMAL if sol.converged else SolutionStatus.FEASIBLE
+    extra: dict[str, Any] = {
+        "b": b,
+        "lam": lam,
+        "max_violation": sol.violation,
+        "n_support": int(support.sum()),
+        "support_share": float(support.sum() / max(prob.keep.sum(), 1)),
+        "n_at_lower": int(prob.keep.sum() - support.sum()),
+        "support": support,
+        "support_threshold": thr,
+        "lower": _scatter(prob.lower, prob.keep, n),
+        "upper": _scatter(prob.upper, prob.keep, n),
+        "classes": prob.classes,
+        "y": prob.y,
+        "qa": sol.qa,
+        "decision_train": f_train,
+    }
+    return SolveResult(
+        termination=term,
+        solution_status=status,
+        objective=sol.objective,
+        x=alpha,
+        iterations=sol.iterations,
+        solve_time=seconds,
+        solver="smo",
+        raw_status=f"violation {sol.violation:.3e} after {sol.iterations} iterations",
+        strategy="smo",
+        extra=extra,
+    )
+
+
+def _scatter(v: np.ndarray, keep: np.ndarray, n: int) -> np.ndarray:
+    out = np.zeros(n)
+    out[keep] = v
+    return out
+
+
+def smo_klr(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    C: float = 1.0,
+    lam: float = 0.0,
+    bound_tol: float | None = None,
+    sample_weight: np.ndarray | None = None,
+    kernel: Kernel | str = "rbf",
+    tol: float = 1e-6,
+    cache_mb: float = 200.0,
+    shrinking: bool = True,
+    max_iter: int = 10_000_000,
+    alpha0: np.ndarray | None = None,
+    sparse_tol: float = 1e-3,
+    verbose: bool = False,
+) -> SolveResult:
+    """Train the (S-)KLR dual by second-order SMO with a Newton two-variable step.
+
+    Parameters
+    ----------
+    X : (n, p) array
+        Rows x_i (for ``kernel='precomputed'``: the n x n kernel matrix).
+    y : (n,) array
+        Two class labels (classes[1] -> y = +1).
+    C : float
+        C of the paper; C_i = C s_i.
+    lam : float
+        lambda >= 0 of (22).
+    bound_tol : float or None
+        gamma of (22) for a unit-weight row (gamma_i = bound_tol * s_i); None / 0: open box.
+    sample_weight : (n,) array, optional
+        s_i >= 0 (zero removes the row; integer weights equal repeated rows).
+    kernel : Kernel or str
+        k(x, z).
+    tol : float
+        tau: stop at max_{I_up} m - min_{I_low} m <= tau.
+    cache_mb : float
+        Memory budget; Q is kept in full when it fits, else columns are cached.
+    shrinking, max_iter, verbose :
+        As in :func:`solvers.smo.svm.smo_svm` (``max_iter`` -> ITERATION_LIMIT).
+    alpha0 : (n,) array, optional
+        Warm start (clipped into the box and re-balanced if needed).
+    sparse_tol : float
+        Row i counts as support when alpha_i > gamma_i + sparse_tol * C_i.
+
+    Returns
+    -------
+    SolveResult
+        ``x`` = alpha, ``objective`` = f(alpha); ``extra``: ``b``, ``max_violation``,
+        ``n_support``, ``support_share``, ``n_at_lower``, ``support`` (mask),
+        ``support_threshold``, ``lower``, ``upper``, ``classes``, ``y``, ``decision_train``.
+    """
+    prob = prepare_klr(X, y, C=C, bound_tol=bound_tol, sample_weight=sample_weight,
+                       kernel=kernel, cache_mb=cache_mb, sparse_tol=sparse_tol)
+    a0 = check_alpha0(alpha0, prob.y.size)
+    return solve_klr_problem(prob, lam, tol=tol, shrinking=shrinking, max_iter=max_iter,
+                             alpha0=None if a0 is None else a0[prob.keep], verbose=verbose)
+
+
+def lam_path(
+    X: np.ndarray, y: np.ndarray, lams: Sequence[float], **kwargs: Any
+) -> list[SolveResult]:
+    """Solve (22) for each lambda in ``lams`` (in the given order), each warm-started from the last.
+
+    Q is built once; the warm start reuses alpha and Q alpha, since lambda only changes the
+    linear term. ``kwargs`` are those of :func:`smo_klr` (without ``lam`` / ``alpha0``).
+    """
+    solve_kw = {k: kwargs.pop(k) for k in ("tol", "shrinking", "max_iter", "verbose") if k in kwargs}
+    prob = prepare_klr(X, y, **kwargs)
+    out: list[SolveResult] = []
+    alpha = qa = None
+    for lam in lams:
+        res = solve_klr_problem(prob, lam, alpha0=alpha, qa0=qa, **solve_kw)
+        alpha, qa = res.x[prob.keep], res.extra["qa"]
+        out.append(res)
+    return out
+
+
+def lam_max(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    C: float = 1.0,
+    bound_tol: float,
+    sample_weight: np.ndarray | None = None,
+    kernel: Kernel | str = "rbf",
+) -> float:
+    r"""A lambda beyond which every minority-class alpha_i sits at C_i - gamma_i (proposition 1).
+
+    Derivation (the paper's (21) was lost in conversion; this is a sufficient version). Fix the
+    minority class at u_t = C_t - gamma_t and let the majority solve the rest (feasible when the
+    majority's box capacity covers the minority's sum). That point is optimal for (22) iff, for
+    every minority t and majority k in I_low, m_t <= m_k (for a y = -1 minority; mirrored
+    otherwise), which reads
+
+        2 lambda >= (Q alpha)_t + L_t + (Q alpha)_k + h_k'(alpha_k),
+        L_t = h_t'(u_t) = log((C_t - gamma_t) / gamma_t).
+
+    With (Q alpha)_i <= sum_j u_j |K_ij| =: r_i and h_k'(alpha_k) <= L_k for any feasible alpha,
+
+        lambda_max = 1/2 [ max_{t in minority} (r_t + L_t) + max_{k in majority} (r_k + L_k) ]
+
+    suffices. The minority is the class with the smaller box capacity sum_i u_i (the smaller
+    count for unit weights); for balanced classes both saturate. The open box (gamma = 0) has
+    no finite threshold (the paper's lemma 1: alpha never reaches the bounds).
+    """
+    g = check_nonnegative(bound_tol, "bound_tol")
+    if g == 0:
+        raise DataError("'bound_tol' must be > 0: with the open box (gamma = 0) alpha never "
+                        "reaches C, so no finite lambda saturates the minority class.")
+    prob = prepare_klr(X, y, C=C, bound_tol=g, sample_weight=sample_weight, kernel=kernel,
+                       cache_mb=1e-9)
+    yk, u = prob.yk, prob.upper
+    r = _abs_kernel_times(prob, u)
+    score = r + np.log(u / prob.lower)
+    pos = yk > 0
+    minority = pos if u[pos].sum() < u[~pos].sum() else ~pos
+    return float(0.5 * (score[minority].max() + score[~minority].max()))
+
+
+def _abs_kernel_times(prob: KLRProblem, v: np.ndarray) -> np.ndarray:
+    """|K| v in row blocks (|Q| = |K|)."""
+    qmat = prob.qmat
+    n = qmat.n
+    out = np.empty(n)
+    step = max(1, 2**24 // max(n, 1))
+    for start in range(0, n, step):
+        idx = np.arange(start, min(n, start + step))
+        out[idx] = np.abs(qmat.columns(idx)).T @ v
+    return out
+
+
+# ---------------------------------------------------------------- prediction
+def decision_function(
+    X_train: np.ndarray,
+    y: np.ndarray,
+    alpha: np.ndarray,
+    b: float,
+    kernel: Kernel | str,
+    X_new: np.ndarray,
+    support_only: bool = True,
+    threshold: float | np.ndarray | None = None,
+) -> np.ndarray:
+    """f(x) = sum_{i in support} alpha_i y_i k(x_i, x) + b.
+
+    ``support_only``: keep only alpha_i > threshold (pass ``result.extra['support_threshold']``
+    for the fit's own rule gamma_i + sparse_tol C_i; ``None`` uses 1e-3 max_i alpha_i).
+    """
+    kernel = check_kernel(kernel)
+    alpha = np.asarray(alpha, dtype=float)
+    y_pm = _as_pm(y)
+    coef = alpha * y_pm
+    if support_only:
+        thr = 1e-3 * alpha.max() if threshold is None else threshold
+        coef = np.where(alpha > thr, coef, 0.0)
+    X_new = check_matrix(X_new, "X_new")
+    Xt = np.asarray(X_train, dtype=float)
+    if kernel.name != "precomputed" and X_new.shape[1] != Xt.shape[1]:
+        raise DataError(f"'X_new' has {X_new.shape[1]} features, but the model is expecting "
+                        f"{Xt.shape[1]} features as input.")
+    return kernel_expansion(Xt, coef, b, kernel, X_new)
+
+
+def predict_proba(*args: Any, **kwargs: Any) -> np.ndarray:
+    """P(y = classes[1] | x) = sigma(f(x)) (arguments as :func:`decision_function`)."""
+    f = decision_function(*args, **kwargs)
+    return 0.5 * (1.0 + np.tanh(0.5 * f))
+
+
+def predict(X_train, y, alpha, b, kernel, X_new, support_only=True, threshold=None) -> np.ndarray:
+    """Labels: classes[1] where f(x) > 0, else classes[0] (``y`` in its original labels)."""
+    classes = np.unique(np.asarray(y))
+    f = decision_function(X_train, y, alpha, b, kernel, X_new, support_only, threshold)
+    return np.where(f > 0, classes[-1], classes[0])
+
+
+def _as_pm(y: Any) -> np.ndarray:
+    arr = np.asarray(y)
+    if set(np.unique(arr).tolist()) <= {-1, 1, -1.0, 1.0}:
+        return arr.astype(float)
+    return check_labels(arr, arr.shape[0])[0]
+
+
+__all__ = ["decision_function", "feasible_start", "lam_max", "lam_path", "predict",
+           "predict_proba", "prepare_klr", "smo_klr", "solve_klr_problem", "cache_slots"]
