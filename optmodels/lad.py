@@ -87,9 +87,9 @@ class LAD(Problem):
     def _dual(self) -> QPData:
         D, s = self.design, self.sample_weight
         k = D.shape[1]
-        # A = D' as CSR; its CSC form (what HiGHS takes) is D as CSR, so build it that way.
-        A = sp.csc_matrix((D.ravel(), np.tile(np.arange(k), self.n),
-                           np.arange(0, self.n * k + 1, k)), shape=(k, self.n)).tocsr()
+        # A = D' built column-wise: its CSC arrays are D's row-major entries (no conversion).
+        A = sp.csc_matrix((D.ravel(), np.tile(np.arange(k, dtype=np.int32), self.n),
+                           np.arange(0, self.n * k + 1, k)), shape=(k, self.n))
         return QPData(
             c=-self.y, A=A, row_lo=np.zeros(k), row_hi=np.zeros(k), col_lo=-s, col_hi=s.copy(),
             col_blocks=[("u", self.n)], row_blocks=[("stationarity", k)], name="lad_dual",

@@ -105,13 +105,14 @@ def _stack(qp: QPData) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray, int, np.n
     """Rows of ``A x + s = b`` (equalities first), the sign mapping z to y, and each row's origin
     (-1 for a bound)."""
     n = qp.n_cols
+    A_rows = sp.csr_matrix(qp.A)
     eye = sp.identity(n, format="csr")
     eq = np.isfinite(qp.row_lo) & (qp.row_lo == qp.row_hi)
     parts = [
-        (qp.A[eq], qp.row_lo[eq], -1.0, np.flatnonzero(eq)),
-        (qp.A[~eq & np.isfinite(qp.row_hi)], qp.row_hi[~eq & np.isfinite(qp.row_hi)], -1.0,
+        (A_rows[eq], qp.row_lo[eq], -1.0, np.flatnonzero(eq)),
+        (A_rows[~eq & np.isfinite(qp.row_hi)], qp.row_hi[~eq & np.isfinite(qp.row_hi)], -1.0,
          np.flatnonzero(~eq & np.isfinite(qp.row_hi))),
-        (-qp.A[~eq & np.isfinite(qp.row_lo)], -qp.row_lo[~eq & np.isfinite(qp.row_lo)], 1.0,
+        (-A_rows[~eq & np.isfinite(qp.row_lo)], -qp.row_lo[~eq & np.isfinite(qp.row_lo)], 1.0,
          np.flatnonzero(~eq & np.isfinite(qp.row_lo))),
         (eye[np.isfinite(qp.col_hi)], qp.col_hi[np.isfinite(qp.col_hi)], 0.0,
          np.full(int(np.isfinite(qp.col_hi).sum()), -1)),

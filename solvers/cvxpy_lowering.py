@@ -78,6 +78,7 @@ def qp_to_cvxpy(qp: QPData) -> tuple[Any, Any, list[tuple[Any, np.ndarray, float
     if not qp.is_lp:
         objective = objective + 0.5 * cp.sum_squares(psd_factor(qp.P) @ x)
     cons: list[tuple[Any, np.ndarray, float]] = []
+    A_rows = sp.csr_matrix(qp.A)
     eq = np.isfinite(qp.row_lo) & (qp.row_lo == qp.row_hi)
     lo = np.isfinite(qp.row_lo) & ~eq
     hi = np.isfinite(qp.row_hi) & ~eq
@@ -88,7 +89,7 @@ def qp_to_cvxpy(qp: QPData) -> tuple[Any, Any, list[tuple[Any, np.ndarray, float
     ):
         rows = np.flatnonzero(mask)
         if rows.size:
-            cons.append((make(qp.A[rows], rows), rows, sign))
+            cons.append((make(A_rows[rows], rows), rows, sign))
     bounds = []
     if np.isfinite(qp.col_lo).any():
         idx = np.flatnonzero(np.isfinite(qp.col_lo))

@@ -88,7 +88,7 @@ def to_highs(qp: QPData, *, names: bool = False, verbose: bool = False) -> Any:
     lp.row_lower_ = np.where(np.isfinite(qp.row_lo), qp.row_lo, -inf)
     lp.row_upper_ = np.where(np.isfinite(qp.row_hi), qp.row_hi, inf)
     lp.offset_ = qp.offset
-    A = sp.csc_matrix(qp.A)
+    A = qp.A.tocsc()  # free when the model was built column-wise
     lp.a_matrix_.format_ = highspy.MatrixFormat.kColwise
     lp.a_matrix_.start_ = A.indptr
     lp.a_matrix_.index_ = A.indices
@@ -165,8 +165,7 @@ class HighsBackend:
             x = np.zeros(0)
         iters = int(max(info.ipm_iteration_count, 0) + max(info.simplex_iteration_count, 0)
                     + max(info.qp_iteration_count, 0))
-        return BackendOutput(term, raw, x, y, iters, elapsed, self.NAME, self.version(),
-                             extra={"highs": h})
+        return BackendOutput(term, raw, x, y, iters, elapsed, self.NAME, self.version())
 
 
 def _set_option(h: Any, key: str, value: Any) -> None:

@@ -35,7 +35,7 @@ class QPData:
     """An LP/QP in the matrix form above (see the module docstring)."""
 
     c: np.ndarray
-    A: sp.csr_matrix
+    A: sp.csr_matrix | sp.csc_matrix
     row_lo: np.ndarray
     row_hi: np.ndarray
     col_lo: np.ndarray
@@ -48,7 +48,10 @@ class QPData:
 
     def __post_init__(self) -> None:
         self.c = np.asarray(self.c, dtype=float)
-        self.A = sp.csr_matrix(self.A, dtype=float)
+        # CSR or CSC is kept as given (HiGHS takes CSC: a model built column-wise skips a
+        # conversion); anything else becomes CSR.
+        if not (sp.issparse(self.A) and self.A.format in ("csr", "csc")):
+            self.A = sp.csr_matrix(self.A, dtype=float)
         n = self.c.shape[0]
         if self.A.shape[1] != n:
             raise ValueError(f"A has {self.A.shape[1]} columns but c has {n} entries.")
