@@ -37,14 +37,21 @@ def _parser() -> argparse.ArgumentParser:
     data_args = argparse.ArgumentParser(add_help=False)
     data_args.add_argument("--target", default="y", help="target column of a CSV file (default y)")
     data_args.add_argument("--weight", default=None, help="sample-weight column of a CSV file")
-    data_args.add_argument("--param", action="append", default=[], metavar="KEY=VALUE",
-                           help="problem or strategy parameter, repeatable (e.g. --param C=10)")
+    data_args.add_argument(
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="problem or strategy parameter, repeatable (e.g. --param C=10)",
+    )
 
     s = sub.add_parser("solve", parents=[data_args], help="solve one problem with one strategy")
     s.add_argument("problem", choices=sorted(PROBLEMS))
     s.add_argument("--data", required=True, help="data file (.csv, .svm/.libsvm/.txt, .npz)")
     s.add_argument("--strategy", default="full")
-    s.add_argument("--solver", default=None, help="backend for full solves (highs, clarabel, ecos, cholesky)")
+    s.add_argument(
+        "--solver", default=None, help="backend for full solves (highs, clarabel, ecos, cholesky)"
+    )
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.add_argument("--solution-out", default=None, metavar="FILE.npy")
     s.add_argument("--verbose", action="store_true")
@@ -53,8 +60,12 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("problem", nargs="?", default="lad", choices=sorted(PROBLEMS))
     src = c.add_mutually_exclusive_group()
     src.add_argument("--data", default=None)
-    src.add_argument("--generate", default=None, metavar="KEY=VALUE,...",
-                     help="generate the instance (e.g. n=10000,p=10,seed=0)")
+    src.add_argument(
+        "--generate",
+        default=None,
+        metavar="KEY=VALUE,...",
+        help="generate the instance (e.g. n=10000,p=10,seed=0)",
+    )
     c.add_argument("--strategies", default=None, help="comma-separated (default: all registered)")
     c.add_argument("--json", action="store_true", help="print a JSON list, one object per strategy")
     c.add_argument("--plot", default=None, metavar="FILE.png", help="write convergence plots")
@@ -79,8 +90,9 @@ def main(argv: list[str] | None = None) -> int:
     """Entry point of the console script; returns the exit status."""
     args = _parser().parse_args(argv)
     try:
-        return {"solve": _solve, "compare": _compare, "export": _export,
-                "generate": _generate}[args.command](args)
+        return {"solve": _solve, "compare": _compare, "export": _export, "generate": _generate}[
+            args.command
+        ](args)
     except (ValueError, FileNotFoundError, OSError) as exc:
         print(f"optmodels {args.command}: error: {_one_line(exc)}", file=sys.stderr)
         return EXIT_BAD_INPUT
@@ -157,10 +169,13 @@ def _compare(args: argparse.Namespace) -> int:
         problem = make_problem(args.problem, data.X, data.y, data.sample_weight, model_params)
     else:
         gen = parse_param_strings(args.generate.split(",")) if args.generate else {}
-        problem = default_instance(args.problem, {k: _literal(v) for k, v in gen.items()}, model_params)
+        problem = default_instance(
+            args.problem, {k: _literal(v) for k, v in gen.items()}, model_params
+        )
     names = args.strategies.split(",") if args.strategies else problem.strategies()
-    table = compare(problem, names, options={s: dict(options) for s in names},
-                    progress=not args.quiet)
+    table = compare(
+        problem, names, options={s: dict(options) for s in names}, progress=not args.quiet
+    )
     if args.json:
         print(json.dumps(table.records))
     else:
@@ -176,8 +191,10 @@ def _export(args: argparse.Namespace) -> int:
     data = _load(args)
     model_params, options = _split_params(args.problem, args.param)
     if options:
-        raise ValueError(f"Unknown parameter(s) {', '.join(options)} for export of {args.problem}; "
-                         f"valid ones are {', '.join(PROBLEMS[args.problem].PARAMS)}.")
+        raise ValueError(
+            f"Unknown parameter(s) {', '.join(options)} for export of {args.problem}; "
+            f"valid ones are {', '.join(PROBLEMS[args.problem].PARAMS)}."
+        )
     problem = make_problem(args.problem, data.X, data.y, data.sample_weight, model_params)
     write(problem, args.out, form=args.form)
     print(f"wrote {args.out}")

@@ -40,12 +40,23 @@ class Comparison:
 
     def to_text(self) -> str:
         """A fixed-width table for terminals."""
-        cols = ["strategy", "solver", "termination", "objective", "gap", "ref_gap", "distance",
-                "iterations", "time_s", "speedup", "peak_mb"]
+        cols = [
+            "strategy",
+            "solver",
+            "termination",
+            "objective",
+            "gap",
+            "ref_gap",
+            "distance",
+            "iterations",
+            "time_s",
+            "speedup",
+            "peak_mb",
+        ]
         rows = [[_fmt(r.get(c)) for c in cols] for r in self.records]
         widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
-        line = "  ".join(c.ljust(w) for c, w in zip(cols, widths))
-        body = ["  ".join(v.ljust(w) for v, w in zip(row, widths)) for row in rows]
+        line = "  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=False))
+        body = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=False)) for row in rows]
         return "\n".join([f"{self.problem}: reference = {self.reference}", line] + body)
 
     def plot(self, path: str) -> str:
@@ -84,8 +95,15 @@ def record(problem: Any, res: SolveResult, peak_mb: float | None = None) -> dict
     }
     if "intercept" in res.extra:
         out["intercept"] = _num(res.extra["intercept"])
-    for key in ("n_clusters_final", "n_active", "active_share", "max_violation",
-                "relative_gradient", "rel_error", "n_sv"):
+    for key in (
+        "n_clusters_final",
+        "n_active",
+        "active_share",
+        "max_violation",
+        "relative_gradient",
+        "rel_error",
+        "n_sv",
+    ):
         if key in res.extra:
             out[key] = _num(res.extra[key])
     if peak_mb is not None:
@@ -119,7 +137,9 @@ def compare(
     known = problem.strategies()
     bad = [s for s in names if s not in known]
     if bad:
-        raise ValueError(f"Unknown strategy {bad[0]!r} for {problem.NAME}; choose from {', '.join(known)}.")
+        raise ValueError(
+            f"Unknown strategy {bad[0]!r} for {problem.NAME}; choose from {', '.join(known)}."
+        )
     options = options or {}
     results: dict[str, SolveResult] = {}
     records = []
@@ -136,13 +156,20 @@ def compare(
             if memory:
                 tracemalloc.stop()
         if progress:
-            print(f"      {res.termination.value} in {time.perf_counter() - t0:.2f} s",
-                  file=sys.stderr, flush=True)
+            print(
+                f"      {res.termination.value} in {time.perf_counter() - t0:.2f} s",
+                file=sys.stderr,
+                flush=True,
+            )
         results[name] = res
         records.append(record(problem, res, peak))
     _relate(records, results, reference)
-    return Comparison(problem.NAME, reference, [r for r in records if r["strategy"] in strategies
-                                                or r["strategy"] == reference], results)
+    return Comparison(
+        problem.NAME,
+        reference,
+        [r for r in records if r["strategy"] in strategies or r["strategy"] == reference],
+        results,
+    )
 
 
 def _relate(records: list[dict[str, Any]], results: dict[str, SolveResult], reference: str) -> None:

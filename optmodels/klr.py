@@ -46,9 +46,18 @@ class KLR(Problem):
     PARAMS: ClassVar[dict[str, Param]] = {
         "C": Param("float", 1.0, "penalty C", low=0.0),
         "lam": Param("float", 0.0, "S-KLR lambda (margin shift)", low=0.0, closed="left"),
-        "bound_tol": Param("float", None, "S-KLR gamma: bounds gamma <= alpha <= C - gamma",
-                           low=0.0, closed="left", none_ok=True),
-        **{**KERNEL_PARAMS, "kernel": Param("choice", "rbf", "kernel", choices=KERNEL_PARAMS["kernel"].choices)},
+        "bound_tol": Param(
+            "float",
+            None,
+            "S-KLR gamma: bounds gamma <= alpha <= C - gamma",
+            low=0.0,
+            closed="left",
+            none_ok=True,
+        ),
+        **{
+            **KERNEL_PARAMS,
+            "kernel": Param("choice", "rbf", "kernel", choices=KERNEL_PARAMS["kernel"].choices),
+        },
     }
 
     def __init__(self, X: Any, y: Any, *, sample_weight: Any = None, **params: Any) -> None:
@@ -59,12 +68,16 @@ class KLR(Problem):
         keep = w > 0
         self._X, self.y, self.sample_weight = X[keep], y_pm[keep], w[keep]
         if np.unique(self.y).size != 2:
-            raise DataError("Only one class is left after dropping zero-weight rows; KLR needs two.")
+            raise DataError(
+                "Only one class is left after dropping zero-weight rows; KLR needs two."
+            )
         self.kernel_ = build_kernel(self.params, self._X)
         self.Ci = self.C * self.sample_weight
         tol = 0.0 if self.bound_tol is None else self.bound_tol
         if np.any(2 * tol >= self.Ci):
-            raise DataError(f"bound_tol={tol} leaves no room: it must be below C_i / 2 for every row.")
+            raise DataError(
+                f"bound_tol={tol} leaves no room: it must be below C_i / 2 for every row."
+            )
         self.lower = np.full(self.n, tol)
         self.upper = self.Ci - tol
 
@@ -104,27 +117,43 @@ class KLR(Problem):
         alpha = cp.Variable(self.n, name="alpha")
         d = cp.multiply(alpha, 1.0 / self.Ci)
         entropy = -cp.sum(cp.multiply(self.Ci, cp.entr(d) + cp.entr(1 - d)))
-        obj = 0.5 * cp.sum_squares(F.T @ cp.multiply(self.y, alpha)) + entropy - self.lam * cp.sum(alpha)
+        obj = (
+            0.5 * cp.sum_squares(F.T @ cp.multiply(self.y, alpha))
+            + entropy
+            - self.lam * cp.sum(alpha)
+        )
         cons = [self.y @ alpha == 0, alpha >= self.lower, alpha <= self.upper]
         return cp.Problem(cp.Minimize(obj), cons), alpha
 
     def qp(self, form: str = "dual") -> Any:
         raise ExportError(
             "The KLR dual has entropy (exponential-cone) terms that MPS/LP files cannot express. "
-            "Solve it with --solver clarabel or ecos, or export the SVM dual (optmodels export svm)."
+            "Solve it with --solver clarabel or ecos, or export the SVM dual "
+            "(optmodels export svm)."
         )
 
     # Interior-point defaults leave KKT violations ~1e-4 in m; these reach ~1e-8 (measured).
     SOLVER_OPTIONS: ClassVar[dict[str, dict[str, float]]] = {
-        "clarabel": {"tol_gap_abs": 1e-10, "tol_gap_rel": 1e-10, "tol_feas": 1e-10,
-                     "tol_ktratio": 1e-8},
+        "clarabel": {
+            "tol_gap_abs": 1e-10,
+            "tol_gap_rel": 1e-10,
+            "tol_feas": 1e-10,
+            "tol_ktratio": 1e-8,
+        },
         "ecos": {"abstol": 1e-10, "reltol": 1e-10, "feastol": 1e-10},
     }
 
-    def solve_full(self, solver: str = "clarabel", *, tol: float = 1e-5,
-                   factor_tol: float = 1e-10, time_limit: float | None = None,
-                   max_iter: int | None = None, verbose: bool = False,
-                   options: dict[str, Any] | None = None) -> SolveResult:
+    def solve_full(
+        self,
+        solver: str = "clarabel",
+        *,
+        tol: float = 1e-5,
+        factor_tol: float = 1e-10,
+        time_limit: float | None = None,
+        max_iter: int | None = None,
+        verbose: bool = False,
+        options: dict[str, Any] | None = None,
+    ) -> SolveResult:
         """Monolithic conic solve, accepted as optimal only if the KKT violation <= ``tol``."""
         backend = get_backend(solver, "exp")
         t0 = time.perf_counter()
@@ -132,10 +161,18 @@ class KLR(Problem):
         build = time.perf_counter() - t0
         opts = {**self.SOLVER_OPTIONS.get(backend.NAME, {}), **(options or {})}
         term, raw, elapsed, iters = backend.solve_cvxpy(
-            problem, time_limit=time_limit, max_iter=max_iter, verbose=verbose, options=opts)
-        res = SolveResult(termination=term, solution_status=SolutionStatus.NO_SOLUTION,
-                          iterations=iters, build_time=build, solve_time=elapsed,
-                          solver=backend.NAME, solver_version=backend.version(), raw_status=raw)
+            problem, time_limit=time_limit, max_iter=max_iter, verbose=verbose, options=opts
+        )
+        res = SolveResult(
+            termination=term,
+            solution_status=SolutionStatus.NO_SOLUTION,
+            iterations=iters,
+            build_time=build,
+            solve_time=elapsed,
+            solver=backend.NAME,
+            solver_version=backend.version(),
+            raw_status=raw,
+        )
         if alpha_var.value is None:
             return res
         alpha = np.clip(np.asarray(alpha_var.value, dtype=float), self.lower, self.upper)

@@ -1,6 +1,6 @@
 """Least absolute deviation (LAD) regression, sample-weighted: an LP.
 
-    min_{beta, beta0}  sum_i s_i |y_i - x_i' beta - beta0|                      (formulations.md s.1)
+    min_{beta, beta0}  sum_i s_i |y_i - x_i' beta - beta0|           (formulations.md s.1)
 
 Primal LP (the declared model; readable as Pyomo):
     min  sum_i s_i (e+_i + e-_i)
@@ -77,22 +77,39 @@ class LAD(Problem):
         inf = np.full(k, np.inf)
         blocks = [("beta", self.p)] + ([("intercept", 1)] if self.fit_intercept else [])
         return QPData(
-            c=np.concatenate([np.zeros(k), s, s]), A=A, row_lo=self.y, row_hi=self.y,
+            c=np.concatenate([np.zeros(k), s, s]),
+            A=A,
+            row_lo=self.y,
+            row_hi=self.y,
             col_lo=np.concatenate([-inf, np.zeros(2 * n)]),
             col_hi=np.full(k + 2 * n, np.inf),
             col_blocks=blocks + [("e_plus", n), ("e_minus", n)],
-            row_blocks=[("residual", n)], name="lad_primal",
+            row_blocks=[("residual", n)],
+            name="lad_primal",
         )
 
     def _dual(self) -> QPData:
         D, s = self.design, self.sample_weight
         k = D.shape[1]
         # A = D' built column-wise: its CSC arrays are D's row-major entries (no conversion).
-        A = sp.csc_matrix((D.ravel(), np.tile(np.arange(k, dtype=np.int32), self.n),
-                           np.arange(0, self.n * k + 1, k)), shape=(k, self.n))
+        A = sp.csc_matrix(
+            (
+                D.ravel(),
+                np.tile(np.arange(k, dtype=np.int32), self.n),
+                np.arange(0, self.n * k + 1, k),
+            ),
+            shape=(k, self.n),
+        )
         return QPData(
-            c=-self.y, A=A, row_lo=np.zeros(k), row_hi=np.zeros(k), col_lo=-s, col_hi=s.copy(),
-            col_blocks=[("u", self.n)], row_blocks=[("stationarity", k)], name="lad_dual",
+            c=-self.y,
+            A=A,
+            row_lo=np.zeros(k),
+            row_hi=np.zeros(k),
+            col_lo=-s,
+            col_hi=s.copy(),
+            col_blocks=[("u", self.n)],
+            row_blocks=[("stationarity", k)],
+            name="lad_dual",
         )
 
     def pyomo_model(self) -> Any:
@@ -101,9 +118,16 @@ class LAD(Problem):
 
         return to_pyomo(self.qp("primal"))
 
-    def solve_full(self, solver: str = "highs", *, form: str = "dual", tol: float = 1e-7,
-                   time_limit: float | None = None, verbose: bool = False,
-                   options: dict[str, Any] | None = None) -> SolveResult:
+    def solve_full(
+        self,
+        solver: str = "highs",
+        *,
+        form: str = "dual",
+        tol: float = 1e-7,
+        time_limit: float | None = None,
+        verbose: bool = False,
+        options: dict[str, Any] | None = None,
+    ) -> SolveResult:
         """Verified monolithic solve; ``form="dual"`` (default) is the fast one."""
         t0 = time.perf_counter()
         qp = self.qp(form)

@@ -36,10 +36,13 @@ def series(comparison: Any) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]
     for name, res in comparison.results.items():
         history = res.extra.get("history") or []
         for key, _, _ in PANELS:
-            pts = [(h.get("iteration", i), h[key]) for i, h in enumerate(history)
-                   if h.get(key) is not None and np.isfinite(h[key])]
+            pts = [
+                (h.get("iteration", i), h[key])
+                for i, h in enumerate(history)
+                if h.get(key) is not None and np.isfinite(h[key])
+            ]
             if pts:
-                it, val = map(np.asarray, zip(*pts))
+                it, val = map(np.asarray, zip(*pts, strict=False))
                 out.setdefault(key, {})[name] = (it, val)
     return out
 
@@ -57,11 +60,13 @@ def plot_comparison(comparison: Any, path: str) -> str:
 
     data = series(comparison)
     if not data:
-        raise ValueError("No strategy in this comparison recorded a per-iteration history; "
-                         "add an iterative strategy (e.g. aid, smo, pcg) to plot convergence.")
+        raise ValueError(
+            "No strategy in this comparison recorded a per-iteration history; "
+            "add an iterative strategy (e.g. aid, smo, pcg) to plot convergence."
+        )
     keys = [k for k, _, _ in PANELS if k in data]
     fig, axes = plt.subplots(len(keys), 1, figsize=(7, 3.2 * len(keys)), squeeze=False)
-    for ax, key in zip(axes[:, 0], keys):
+    for ax, key in zip(axes[:, 0], keys, strict=False):
         title, ylabel = next((t, y) for k, t, y in PANELS if k == key)
         values = []
         for name, (it, val) in data[key].items():

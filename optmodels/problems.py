@@ -23,8 +23,9 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
-def make_problem(name: str, X: Any, y: Any, sample_weight: Any = None,
-                 params: dict[str, Any] | None = None) -> Problem:
+def make_problem(
+    name: str, X: Any, y: Any, sample_weight: Any = None, params: dict[str, Any] | None = None
+) -> Problem:
     """Instantiate problem ``name`` from arrays and (string or typed) parameters."""
     if name not in PROBLEMS:
         raise ValueError(f"Unknown problem {name!r}; choose one of {', '.join(PROBLEMS)}.")
@@ -48,8 +49,9 @@ def generate(name: str, *, n: int, p: int, seed: int = 0) -> tuple[np.ndarray, n
     return X, y
 
 
-def default_instance(name: str, overrides: dict[str, Any] | None = None,
-                     params: dict[str, Any] | None = None) -> Problem:
+def default_instance(
+    name: str, overrides: dict[str, Any] | None = None, params: dict[str, Any] | None = None
+) -> Problem:
     """The built-in instance of ``name``, with generator ``overrides`` (n, p, seed)."""
     spec = {**DEFAULTS[name], **(overrides or {})}
     unknown = set(spec) - {"n", "p", "seed"}

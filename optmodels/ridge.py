@@ -70,7 +70,9 @@ class Ridge(Problem):
         return self.Aw.T @ (self.Aw @ x - self.bw) + self.alpha * x
 
     def relative_gradient(self, x: np.ndarray) -> float:
-        return float(np.linalg.norm(self.gradient(x)) / max(1.0, np.linalg.norm(self.Aw.T @ self.bw)))
+        return float(
+            np.linalg.norm(self.gradient(x)) / max(1.0, np.linalg.norm(self.Aw.T @ self.bw))
+        )
 
     def intercept(self, x: np.ndarray) -> float:
         return float(self.b_mean - self.a_mean @ x)
@@ -92,9 +94,16 @@ class Ridge(Problem):
         A = sp.hstack([sp.csr_matrix(self.Aw), -sp.identity(n, format="csr")], format="csr")
         P = sp.diags(np.concatenate([np.full(d, self.alpha), np.ones(n)]), format="csr")
         return QPData(
-            c=np.zeros(d + n), A=A, row_lo=self.bw.copy(), row_hi=self.bw.copy(),
-            col_lo=np.full(d + n, -np.inf), col_hi=np.full(d + n, np.inf), P=P,
-            col_blocks=[("x", d), ("r", n)], row_blocks=[("fit", n)], name="ridge",
+            c=np.zeros(d + n),
+            A=A,
+            row_lo=self.bw.copy(),
+            row_hi=self.bw.copy(),
+            col_lo=np.full(d + n, -np.inf),
+            col_hi=np.full(d + n, np.inf),
+            P=P,
+            col_blocks=[("x", d), ("r", n)],
+            row_blocks=[("fit", n)],
+            name="ridge",
         )
 
     def pyomo_model(self) -> Any:
@@ -102,17 +111,29 @@ class Ridge(Problem):
 
         return to_pyomo(self.qp())
 
-    def solve_full(self, solver: str = "cholesky", *, tol: float = 1e-8,
-                   time_limit: float | None = None, verbose: bool = False,
-                   options: dict[str, Any] | None = None) -> SolveResult:
+    def solve_full(
+        self,
+        solver: str = "cholesky",
+        *,
+        tol: float = 1e-8,
+        time_limit: float | None = None,
+        verbose: bool = False,
+        options: dict[str, Any] | None = None,
+    ) -> SolveResult:
         """``solver="cholesky"`` (the exact reference) or a QP backend (highs, clarabel, ecos),
         accepted as optimal only if the relative gradient norm is <= ``tol``."""
         if solver == "cholesky":
             t0 = time.perf_counter()
             x = self.closed_form()
-            res = SolveResult(TerminationCondition.OPTIMAL, SolutionStatus.OPTIMAL, x=x,
-                              solve_time=time.perf_counter() - t0, solver="cholesky",
-                              solver_version=np.__version__, raw_status="closed form")
+            res = SolveResult(
+                TerminationCondition.OPTIMAL,
+                SolutionStatus.OPTIMAL,
+                x=x,
+                solve_time=time.perf_counter() - t0,
+                solver="cholesky",
+                solver_version=np.__version__,
+                raw_status="closed form",
+            )
         else:
             t0 = time.perf_counter()
             qp = self.qp()

@@ -39,11 +39,15 @@ def run_strategy(problem: Any, strategy: str, **options: Any) -> SolveResult:
     table = _REGISTRY[problem.NAME]
     if strategy not in table:
         raise ValueError(
-            f"Unknown strategy {strategy!r} for {problem.NAME}; choose one of {', '.join(sorted(table))}."
+            f"Unknown strategy {strategy!r} for {problem.NAME}; "
+            f"choose one of {', '.join(sorted(table))}."
         )
     runner = table[strategy]
-    check_options(problem.solve_full if runner is _full else runner, options,
-                  f"strategy {strategy!r} of {problem.NAME}")
+    check_options(
+        problem.solve_full if runner is _full else runner,
+        options,
+        f"strategy {strategy!r} of {problem.NAME}",
+    )
     result = runner(problem, **options)
     result.strategy = strategy
     return result
@@ -54,12 +58,17 @@ def check_options(fn: Callable[..., Any], options: dict[str, Any], owner: str) -
     params = inspect.signature(fn).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return
-    valid = [n for n, p in params.items() if p.kind is inspect.Parameter.KEYWORD_ONLY
-             or (p.default is not inspect.Parameter.empty)]
+    valid = [
+        n
+        for n, p in params.items()
+        if p.kind is inspect.Parameter.KEYWORD_ONLY or (p.default is not inspect.Parameter.empty)
+    ]
     unknown = sorted(set(options) - set(valid))
     if unknown:
-        raise ValueError(f"Unknown option(s) {', '.join(map(repr, unknown))} for {owner}; "
-                         f"valid options are {', '.join(valid)}.")
+        raise ValueError(
+            f"Unknown option(s) {', '.join(map(repr, unknown))} for {owner}; "
+            f"valid options are {', '.join(valid)}."
+        )
 
 
 def _full(problem: Any, **options: Any) -> SolveResult:

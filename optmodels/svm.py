@@ -1,7 +1,8 @@
 """Weighted soft-margin SVM: linear primal QP and kernel dual QP (formulations.md s.2).
 
 Primal (linear kernel):
-    min_{w,b,xi}  1/2 ||w||^2 + C sum_i s_i xi_i   s.t.  margin[i]: y_i (w'x_i + b) + xi_i >= 1,  xi >= 0
+    min_{w,b,xi}  1/2 ||w||^2 + C sum_i s_i xi_i
+    s.t.          margin[i]: y_i (w'x_i + b) + xi_i >= 1,  xi >= 0
 Dual (any kernel; per-sample box C_i = C s_i cw_{y_i}):
     min_alpha  1/2 alpha'Q alpha - 1'alpha   s.t.  balance: y'alpha = 0,  0 <= alpha_i <= C_i,
     Q_ij = y_i y_j k(x_i, x_j);  f(x) = sum_i alpha_i y_i k(x_i, x) + b.
@@ -35,7 +36,9 @@ from solvers.result import SolutionStatus, SolveResult, TerminationCondition, re
 
 KERNEL_PARAMS: dict[str, Param] = {
     "kernel": Param("choice", "linear", "kernel k(x, z)", choices=KERNELS),
-    "gamma": Param("float_or_choice", "scale", "RBF / poly width", low=0.0, choices=("scale", "auto")),
+    "gamma": Param(
+        "float_or_choice", "scale", "RBF / poly width", low=0.0, choices=("scale", "auto")
+    ),
     "degree": Param("int", 3, "poly degree", low=1, closed="both"),
     "coef0": Param("float", 0.0, "poly offset"),
 }
@@ -43,8 +46,12 @@ KERNEL_PARAMS: dict[str, Param] = {
 
 def build_kernel(params: dict[str, Any], X: np.ndarray) -> Kernel:
     """The :class:`Kernel` a problem's parameters describe (``gamma='scale'`` resolved on X)."""
-    return Kernel(params["kernel"], resolve_gamma(params["gamma"], X) if params["kernel"] != "precomputed" else 1.0,
-                  params["degree"], params["coef0"])
+    return Kernel(
+        params["kernel"],
+        resolve_gamma(params["gamma"], X) if params["kernel"] != "precomputed" else 1.0,
+        params["degree"],
+        params["coef0"],
+    )
 
 
 def class_weight_vector(class_weight: Any, y: np.ndarray) -> np.ndarray:
@@ -56,7 +63,9 @@ def class_weight_vector(class_weight: Any, y: np.ndarray) -> np.ndarray:
         return np.where(y > 0, y.size / (2 * n_pos), y.size / (2 * (y.size - n_pos)))
     if isinstance(class_weight, dict) and set(class_weight) <= {-1, 1}:
         return np.where(y > 0, float(class_weight.get(1, 1.0)), float(class_weight.get(-1, 1.0)))
-    raise DataError("class_weight must be None, 'balanced' or a dict {-1: w, 1: w} of positive floats.")
+    raise DataError(
+        "class_weight must be None, 'balanced' or a dict {-1: w, 1: w} of positive floats."
+    )
 
 
 class SVM(Problem):
@@ -76,14 +85,17 @@ class SVM(Problem):
         **KERNEL_PARAMS,
     }
 
-    def __init__(self, X: Any, y: Any, *, sample_weight: Any = None, class_weight: Any = None,
-                 **params: Any) -> None:
+    def __init__(
+        self, X: Any, y: Any, *, sample_weight: Any = None, class_weight: Any = None, **params: Any
+    ) -> None:
         self._set_params(params)
         self._X = check_array(X, "X")
         self.y, self.classes_ = check_labels(y, self.n)
         self.sample_weight = check_sample_weight(sample_weight, self.n)
         if self.params["kernel"] == "precomputed" and self._X.shape != (self.n, self.n):
-            raise DataError(f"With kernel='precomputed' X must be the n x n kernel; got {self._X.shape}.")
+            raise DataError(
+                f"With kernel='precomputed' X must be the n x n kernel; got {self._X.shape}."
+            )
         self.kernel_ = build_kernel(self.params, self._X)
         self.box = self.C * self.sample_weight * class_weight_vector(class_weight, self.y)
         if not (self.box[self.y > 0] > 0).any() or not (self.box[self.y < 0] > 0).any():
@@ -131,7 +143,11 @@ class SVM(Problem):
         pos = np.where(self.y[order] > 0, self.box[order], 0.0)
         neg = np.where(self.y[order] < 0, self.box[order], 0.0)
         slope = -(pos.sum() - np.cumsum(pos)) + np.cumsum(neg)
-        k = int(np.searchsorted(slope, 0.0, side="left")) if np.all(np.diff(slope) >= 0) else int(np.argmax(slope >= 0))
+        k = (
+            int(np.searchsorted(slope, 0.0, side="left"))
+            if np.all(np.diff(slope) >= 0)
+            else int(np.argmax(slope >= 0))
+        )
         return float(bp[order[min(k, bp.size - 1)]])
 
     # models ---------------------------------------------------------------------------------
@@ -151,24 +167,40 @@ class SVM(Problem):
 
     def _primal(self) -> QPData:
         n, p = self.n, self.p
-        A = sp.hstack([sp.csr_matrix(self._X * self.y[:, None]), sp.csr_matrix(self.y[:, None]),
-                       sp.identity(n, format="csr")], format="csr")
+        A = sp.hstack(
+            [
+                sp.csr_matrix(self._X * self.y[:, None]),
+                sp.csr_matrix(self.y[:, None]),
+                sp.identity(n, format="csr"),
+            ],
+            format="csr",
+        )
         P = sp.diags(np.concatenate([np.ones(p), np.zeros(1 + n)]), format="csr")
         return QPData(
-            c=np.concatenate([np.zeros(p + 1), self.box]), A=A, row_lo=np.ones(n),
+            c=np.concatenate([np.zeros(p + 1), self.box]),
+            A=A,
+            row_lo=np.ones(n),
             row_hi=np.full(n, np.inf),
             col_lo=np.concatenate([np.full(p + 1, -np.inf), np.zeros(n)]),
-            col_hi=np.full(p + 1 + n, np.inf), P=P,
-            col_blocks=[("w", p), ("b", 1), ("xi", n)], row_blocks=[("margin", n)],
+            col_hi=np.full(p + 1 + n, np.inf),
+            P=P,
+            col_blocks=[("w", p), ("b", 1), ("xi", n)],
+            row_blocks=[("margin", n)],
             name="svm_primal",
         )
 
     def _dual(self) -> QPData:
         Q = self.gram() * np.outer(self.y, self.y)
         return QPData(
-            c=-np.ones(self.n), A=sp.csr_matrix(self.y[None, :]), row_lo=np.zeros(1),
-            row_hi=np.zeros(1), col_lo=np.zeros(self.n), col_hi=self.box.copy(),
-            P=sp.csr_matrix(Q), col_blocks=[("alpha", self.n)], row_blocks=[("balance", 1)],
+            c=-np.ones(self.n),
+            A=sp.csr_matrix(self.y[None, :]),
+            row_lo=np.zeros(1),
+            row_hi=np.zeros(1),
+            col_lo=np.zeros(self.n),
+            col_hi=self.box.copy(),
+            P=sp.csr_matrix(Q),
+            col_blocks=[("alpha", self.n)],
+            row_blocks=[("balance", 1)],
             name="svm_dual",
         )
 
@@ -179,9 +211,16 @@ class SVM(Problem):
         return to_pyomo(self.qp(form))
 
     # solve ----------------------------------------------------------------------------------
-    def solve_full(self, solver: str = "clarabel", *, form: str = "auto", tol: float = 1e-6,
-                   time_limit: float | None = None, verbose: bool = False,
-                   options: dict[str, Any] | None = None) -> SolveResult:
+    def solve_full(
+        self,
+        solver: str = "clarabel",
+        *,
+        form: str = "auto",
+        tol: float = 1e-6,
+        time_limit: float | None = None,
+        verbose: bool = False,
+        options: dict[str, Any] | None = None,
+    ) -> SolveResult:
         """Verified monolithic solve. Clarabel by default: it is exact and the fastest measured
         here (HiGHS's QP solver returned a wrong objective at n = 10^4, formulations.md s.7)."""
         form = self._form(form)
@@ -194,7 +233,11 @@ class SVM(Problem):
             return res
         if form == "primal":
             w, b = qp.block(res.x, "w").copy(), float(qp.block(res.x, "b")[0])
-            alpha = np.clip(res.extra["duals"], 0.0, self.box) if res.extra.get("duals") is not None else None
+            alpha = (
+                np.clip(res.extra["duals"], 0.0, self.box)
+                if res.extra.get("duals") is not None
+                else None
+            )
             obj = self.primal_objective(w, b)
             dual = self.dual_objective(alpha) if alpha is not None else None
             res.x = w
@@ -205,8 +248,13 @@ class SVM(Problem):
             obj = self.kernel_primal_objective(alpha, b)
             dual = self.dual_objective(alpha)
             res.x = alpha
-            res.extra.update(b=b, intercept=b, alpha=alpha, form=form,
-                             w=self._X.T @ (alpha * self.y) if self.kernel == "linear" else None)
+            res.extra.update(
+                b=b,
+                intercept=b,
+                alpha=alpha,
+                form=form,
+                w=self._X.T @ (alpha * self.y) if self.kernel == "linear" else None,
+            )
         res.objective, res.bound = obj, dual
         res.gap = relative_gap(obj, dual)
         if res.termination is TerminationCondition.OPTIMAL and (res.gap is None or res.gap > tol):
@@ -221,7 +269,10 @@ class SVM(Problem):
         b = float(result.extra["b"])
         if result.extra.get("form") == "primal":
             if Xn.shape[1] != self.p:
-                raise DataError(f"X has {Xn.shape[1]} features, but SVM is expecting {self.p} features as input.")
+                raise DataError(
+                    f"X has {Xn.shape[1]} features, but SVM is expecting {self.p} "
+                    "features as input."
+                )
             return Xn @ result.x + b
         alpha = result.extra["alpha"]
         sv = alpha > 0
@@ -229,4 +280,6 @@ class SVM(Problem):
 
     def predict(self, result: SolveResult, X_new: Any) -> np.ndarray:
         """Labels in the original classes."""
-        return np.where(self.decision_function(result, X_new) >= 0, self.classes_[1], self.classes_[0])
+        return np.where(
+            self.decision_function(result, X_new) >= 0, self.classes_[1], self.classes_[0]
+        )

@@ -43,7 +43,9 @@ class Param:
         right = "]" if self.closed in ("right", "both") else ")"
         lo = "-inf" if self.low is None else f"{self.low:g}"
         hi = "inf" if self.high is None else f"{self.high:g}"
-        text = f"{'an int' if self.kind == 'int' else 'a float'} in the range {left}{lo}, {hi}{right}"
+        text = (
+            f"{'an int' if self.kind == 'int' else 'a float'} in the range {left}{lo}, {hi}{right}"
+        )
         if self.kind == "float_or_choice":
             text += f" or one of {{{', '.join(map(repr, self.choices))}}}"
         return text + (" or None" if self.none_ok else "")
@@ -101,7 +103,8 @@ def validate_params(owner: str, table: Mapping[str, Param], given: Mapping[str, 
             out[name] = spec.check(value)
         except (ValueError, TypeError):
             raise DataError(
-                f"The {name!r} parameter of {owner} must be {spec.describe()}. Got {value!r} instead."
+                f"The {name!r} parameter of {owner} must be {spec.describe()}. "
+                f"Got {value!r} instead."
             ) from None
     return out
 
@@ -157,8 +160,12 @@ def check_target(y: Any, n: int, name: str = "y") -> np.ndarray:
     """A finite 1-D float target of length n (a column vector is flattened with a warning)."""
     arr = np.asarray(y)
     if arr.ndim == 2 and arr.shape[1] == 1:
-        warnings.warn(f"A column-vector {name} was passed when a 1-D array was expected; it is "
-                      "flattened with y.ravel().", UserWarning, stacklevel=3)
+        warnings.warn(
+            f"A column-vector {name} was passed when a 1-D array was expected; it is "
+            "flattened with y.ravel().",
+            UserWarning,
+            stacklevel=3,
+        )
         arr = arr.ravel()
     arr = check_array(arr, name, ndim=1)
     if arr.shape[0] != n:

@@ -4,7 +4,7 @@ A backend is a small class (one file each: ``highs_backend``, ``clarabel_backend
 ``ecos_backend``) with
 
 - ``NAME`` and ``SUPPORTS`` (a subset of {"lp", "qp", "exp"}: what it can solve),
-- ``STATUS_MAP``: the solver's native statuses mapped to :class:`TerminationCondition`, in one place,
+- ``STATUS_MAP``: native statuses mapped to :class:`TerminationCondition`, in one place,
 - ``available()`` and ``solve_qp(qp, ...)`` (and ``solve_cvxpy`` where "exp" is supported),
   returning a :class:`BackendOutput` whose row duals follow the convention of :mod:`solvers.qp`.
 
@@ -80,7 +80,9 @@ def get_backend(name: str, kind: str = "qp") -> Backend:
     cls = registry[key]
     if kind not in cls.SUPPORTS:
         fit = [n for n, b in registry.items() if kind in b.SUPPORTS]
-        raise ValueError(f"Solver {name!r} cannot solve {kind} models; use one of {', '.join(fit)}.")
+        raise ValueError(
+            f"Solver {name!r} cannot solve {kind} models; use one of {', '.join(fit)}."
+        )
     if not cls.available():
         raise ValueError(
             f"Solver {name!r} is not installed; `pip install optmodels[{key}]` or pick another."
@@ -108,14 +110,21 @@ def solve_qp(
     qp.assert_finite()
     backend = get_backend(solver, "lp" if qp.is_lp else "qp")
     t0 = time.perf_counter()
-    out = backend.solve_qp(qp, time_limit=time_limit, max_iter=max_iter, verbose=verbose,
-                           options=options)
+    out = backend.solve_qp(
+        qp, time_limit=time_limit, max_iter=max_iter, verbose=verbose, options=options
+    )
     wall = time.perf_counter() - t0
     return verify(qp, out, feas_tol=feas_tol, gap_tol=gap_tol, wall_time=wall)
 
 
-def verify(qp: QPData, out: BackendOutput, *, feas_tol: float = FEAS_TOL,
-           gap_tol: float = GAP_TOL, wall_time: float | None = None) -> SolveResult:
+def verify(
+    qp: QPData,
+    out: BackendOutput,
+    *,
+    feas_tol: float = FEAS_TOL,
+    gap_tol: float = GAP_TOL,
+    wall_time: float | None = None,
+) -> SolveResult:
     """Turn a backend's claim into a :class:`SolveResult`, checked by :func:`check_kkt`."""
     res = SolveResult(
         termination=out.termination,
@@ -138,8 +147,9 @@ def verify(qp: QPData, out: BackendOutput, *, feas_tol: float = FEAS_TOL,
     dual_ok = np.isfinite(report.dual_objective) and report.dual_residual <= feas_tol
     res.bound = report.dual_objective if dual_ok else None
     res.gap = relative_gap(report.primal_objective, res.bound)
-    res.extra.update(primal_residual=report.primal_residual, dual_residual=report.dual_residual,
-                     duals=out.y)
+    res.extra.update(
+        primal_residual=report.primal_residual, dual_residual=report.dual_residual, duals=out.y
+    )
     feasible = report.primal_residual <= feas_tol
     res.solution_status = SolutionStatus.FEASIBLE if feasible else SolutionStatus.INFEASIBLE
     if res.termination is TerminationCondition.OPTIMAL:
@@ -147,7 +157,9 @@ def verify(qp: QPData, out: BackendOutput, *, feas_tol: float = FEAS_TOL,
             res.solution_status = SolutionStatus.OPTIMAL
         else:
             res.termination = TerminationCondition.NUMERICAL_ERROR
-            res.raw_status += (f" (rejected by the KKT check: primal residual "
-                               f"{report.primal_residual:.1e}, dual residual "
-                               f"{report.dual_residual:.1e}, gap {report.gap:.1e})")
+            res.raw_status += (
+                f" (rejected by the KKT check: primal residual "
+                f"{report.primal_residual:.1e}, dual residual "
+                f"{report.dual_residual:.1e}, gap {report.gap:.1e})"
+            )
     return res

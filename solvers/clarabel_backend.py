@@ -81,7 +81,9 @@ class ClarabelBackend:
             settings.time_limit = float(time_limit)
         for key, value in (options or {}).items():
             if not hasattr(settings, key):
-                raise ValueError(f"Clarabel has no setting {key!r}; see clarabel.DefaultSettings().")
+                raise ValueError(
+                    f"Clarabel has no setting {key!r}; see clarabel.DefaultSettings()."
+                )
             setattr(settings, key, value)
         t0 = time.perf_counter()
         sol = clarabel.DefaultSolver(P, qp.c, sp.csc_matrix(A), b, cones, settings).solve()
@@ -93,7 +95,9 @@ class ClarabelBackend:
         y = np.zeros(qp.n_rows)
         keep = row_of >= 0
         np.add.at(y, row_of[keep], sign[keep] * z[keep])
-        return BackendOutput(term, raw, x, y, int(sol.iterations), elapsed, self.NAME, self.version())
+        return BackendOutput(
+            term, raw, x, y, int(sol.iterations), elapsed, self.NAME, self.version()
+        )
 
     def solve_cvxpy(self, problem: Any, **kw: Any) -> tuple[T, str, float, int]:
         from solvers.cvxpy_lowering import run_cvxpy
@@ -110,14 +114,30 @@ def _stack(qp: QPData) -> tuple[sp.csr_matrix, np.ndarray, np.ndarray, int, np.n
     eq = np.isfinite(qp.row_lo) & (qp.row_lo == qp.row_hi)
     parts = [
         (A_rows[eq], qp.row_lo[eq], -1.0, np.flatnonzero(eq)),
-        (A_rows[~eq & np.isfinite(qp.row_hi)], qp.row_hi[~eq & np.isfinite(qp.row_hi)], -1.0,
-         np.flatnonzero(~eq & np.isfinite(qp.row_hi))),
-        (-A_rows[~eq & np.isfinite(qp.row_lo)], -qp.row_lo[~eq & np.isfinite(qp.row_lo)], 1.0,
-         np.flatnonzero(~eq & np.isfinite(qp.row_lo))),
-        (eye[np.isfinite(qp.col_hi)], qp.col_hi[np.isfinite(qp.col_hi)], 0.0,
-         np.full(int(np.isfinite(qp.col_hi).sum()), -1)),
-        (-eye[np.isfinite(qp.col_lo)], -qp.col_lo[np.isfinite(qp.col_lo)], 0.0,
-         np.full(int(np.isfinite(qp.col_lo).sum()), -1)),
+        (
+            A_rows[~eq & np.isfinite(qp.row_hi)],
+            qp.row_hi[~eq & np.isfinite(qp.row_hi)],
+            -1.0,
+            np.flatnonzero(~eq & np.isfinite(qp.row_hi)),
+        ),
+        (
+            -A_rows[~eq & np.isfinite(qp.row_lo)],
+            -qp.row_lo[~eq & np.isfinite(qp.row_lo)],
+            1.0,
+            np.flatnonzero(~eq & np.isfinite(qp.row_lo)),
+        ),
+        (
+            eye[np.isfinite(qp.col_hi)],
+            qp.col_hi[np.isfinite(qp.col_hi)],
+            0.0,
+            np.full(int(np.isfinite(qp.col_hi).sum()), -1),
+        ),
+        (
+            -eye[np.isfinite(qp.col_lo)],
+            -qp.col_lo[np.isfinite(qp.col_lo)],
+            0.0,
+            np.full(int(np.isfinite(qp.col_lo).sum()), -1),
+        ),
     ]
     A = sp.vstack([p[0] for p in parts], format="csr")
     b = np.concatenate([p[1] for p in parts])

@@ -109,13 +109,17 @@ def psd_factor(P: sp.spmatrix, rel_tol: float = 1e-12) -> sp.spmatrix | np.ndarr
     if off.count_nonzero() == 0:
         d = P.diagonal()
         keep = np.flatnonzero(d > 0)
-        return sp.csr_matrix((np.sqrt(d[keep]), (np.arange(keep.size), keep)), shape=(keep.size, P.shape[0]))
+        return sp.csr_matrix(
+            (np.sqrt(d[keep]), (np.arange(keep.size), keep)), shape=(keep.size, P.shape[0])
+        )
     vals, vecs = np.linalg.eigh(P.toarray())
     keep = vals > rel_tol * max(vals.max(), 0.0)
     return (vecs[:, keep] * np.sqrt(vals[keep])).T
 
 
-def solve_qp_via_cvxpy(qp: QPData, solver: str, name: str, version: str, **kw: Any) -> BackendOutput:
+def solve_qp_via_cvxpy(
+    qp: QPData, solver: str, name: str, version: str, **kw: Any
+) -> BackendOutput:
     """Solve ``qp`` through CVXPY with ``solver``; duals converted to :mod:`solvers.qp`'s sign."""
     problem, x, cons = qp_to_cvxpy(qp)
     term, raw, elapsed, iters = run_cvxpy(problem, solver, **kw)

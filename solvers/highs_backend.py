@@ -146,8 +146,11 @@ class HighsBackend:
         if time_limit is not None:
             opts["time_limit"] = float(time_limit)
         if max_iter is not None:
-            opts.update(ipm_iteration_limit=int(max_iter), simplex_iteration_limit=int(max_iter),
-                        qp_iteration_limit=int(max_iter))
+            opts.update(
+                ipm_iteration_limit=int(max_iter),
+                simplex_iteration_limit=int(max_iter),
+                qp_iteration_limit=int(max_iter),
+            )
         opts.update(options or {})
         for key, value in opts.items():
             _set_option(h, key, value)
@@ -163,8 +166,11 @@ class HighsBackend:
         y = np.array(sol.row_dual) if sol.dual_valid and len(sol.row_dual) == qp.n_rows else None
         if x is None and term is T.OPTIMAL and qp.n_cols == 0:
             x = np.zeros(0)
-        iters = int(max(info.ipm_iteration_count, 0) + max(info.simplex_iteration_count, 0)
-                    + max(info.qp_iteration_count, 0))
+        iters = int(
+            max(info.ipm_iteration_count, 0)
+            + max(info.simplex_iteration_count, 0)
+            + max(info.qp_iteration_count, 0)
+        )
         return BackendOutput(term, raw, x, y, iters, elapsed, self.NAME, self.version())
 
 

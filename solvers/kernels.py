@@ -28,9 +28,7 @@ class Kernel:
 
     def __post_init__(self) -> None:
         if self.name not in KERNELS:
-            raise ValueError(
-                f"Unknown kernel {self.name!r}; choose one of {', '.join(KERNELS)}."
-            )
+            raise ValueError(f"Unknown kernel {self.name!r}; choose one of {', '.join(KERNELS)}.")
         if self.name in ("rbf", "poly") and not (np.isfinite(self.gamma) and self.gamma > 0):
             raise ValueError(f"The kernel parameter 'gamma' must be > 0; got {self.gamma!r}.")
 

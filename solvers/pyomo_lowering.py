@@ -52,35 +52,47 @@ def to_pyomo(qp: QPData) -> Any:
     start = 0
     for name, size in qp.col_blocks:
         lo, hi = qp.col_lo[start : start + size], qp.col_hi[start : start + size]
-        var = pyo.Var(range(size), bounds=lambda _m, i, lo=lo, hi=hi: (_bound(lo[i]), _bound(hi[i])))
+        var = pyo.Var(
+            range(size), bounds=lambda _m, i, lo=lo, hi=hi: (_bound(lo[i]), _bound(hi[i]))
+        )
         m.add_component(name, var)
         columns.extend(var[i] for i in range(size))
         start += size
     A = sp.csr_matrix(qp.A)
     row = 0
     for name, size in qp.row_blocks:
+
         def rule(_m: Any, i: int, base: int = row) -> Any:
             r = base + i
             lo, hi = A.indptr[r], A.indptr[r + 1]
-            expr = LinearExpression(constant=0.0, linear_coefs=A.data[lo:hi].tolist(),
-                                    linear_vars=[columns[j] for j in A.indices[lo:hi]])
+            expr = LinearExpression(
+                constant=0.0,
+                linear_coefs=A.data[lo:hi].tolist(),
+                linear_vars=[columns[j] for j in A.indices[lo:hi]],
+            )
             return (_bound(qp.row_lo[r]), expr, _bound(qp.row_hi[r]))
 
         m.add_component(name, pyo.Constraint(range(size), rule=rule))
         row += size
-    obj = LinearExpression(constant=float(qp.offset), linear_coefs=qp.c[qp.c != 0].tolist(),
-                           linear_vars=[columns[j] for j in np.flatnonzero(qp.c)])
+    obj = LinearExpression(
+        constant=float(qp.offset),
+        linear_coefs=qp.c[qp.c != 0].tolist(),
+        linear_vars=[columns[j] for j in np.flatnonzero(qp.c)],
+    )
     if not qp.is_lp:
         P = sp.triu(sp.coo_matrix(qp.P))
-        quad = sum((0.5 if i == j else 1.0) * v * columns[i] * columns[j]
-                   for i, j, v in zip(P.row, P.col, P.data))
+        quad = sum(
+            (0.5 if i == j else 1.0) * v * columns[i] * columns[j]
+            for i, j, v in zip(P.row, P.col, P.data, strict=False)
+        )
         obj = obj + quad
     m.objective = pyo.Objective(expr=obj, sense=pyo.minimize)
     return m
 
 
-def solve_pyomo(model: Any, solver: str = "highs", *, time_limit: float | None = None,
-                verbose: bool = False) -> SolveResult:
+def solve_pyomo(
+    model: Any, solver: str = "highs", *, time_limit: float | None = None, verbose: bool = False
+) -> SolveResult:
     """Solve any Pyomo model with a ``pyomo.contrib.solver`` solver (default HiGHS).
 
     The objective is read from the model's active objective after loading the solution; no KKT
@@ -90,8 +102,11 @@ def solve_pyomo(model: Any, solver: str = "highs", *, time_limit: float | None =
     from pyomo.contrib.solver.common.factory import SolverFactory
 
     opt = SolverFactory(solver)
-    kwargs: dict[str, Any] = {"tee": verbose, "load_solutions": False,
-                              "raise_exception_on_nonoptimal_result": False}
+    kwargs: dict[str, Any] = {
+        "tee": verbose,
+        "load_solutions": False,
+        "raise_exception_on_nonoptimal_result": False,
+    }
     if time_limit is not None:
         kwargs["time_limit"] = time_limit
     t0 = time.perf_counter()
@@ -105,5 +120,11 @@ def solve_pyomo(model: Any, solver: str = "highs", *, time_limit: float | None =
         res.solution_loader.load_vars()
         objective = float(pyo.value(next(model.component_data_objects(pyo.Objective, active=True))))
         status = SolutionStatus.OPTIMAL if term is T.OPTIMAL else SolutionStatus.FEASIBLE
-    return SolveResult(termination=term, solution_status=status, objective=objective,
-                       solve_time=elapsed, solver=f"pyomo-{solver}", raw_status=raw)
+    return SolveResult(
+        termination=term,
+        solution_status=status,
+        objective=objective,
+        solve_time=elapsed,
+        solver=f"pyomo-{solver}",
+        raw_status=raw,
+    )

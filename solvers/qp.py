@@ -107,8 +107,10 @@ class QPData:
                     f"The model {self.name!r} has NaN or infinite entries in {label}; "
                     "clean the input data (it is checked when a problem is built from arrays)."
                 )
-        for label, arr in {"row bounds": (self.row_lo, self.row_hi),
-                           "column bounds": (self.col_lo, self.col_hi)}.items():
+        for label, arr in {
+            "row bounds": (self.row_lo, self.row_hi),
+            "column bounds": (self.col_lo, self.col_hi),
+        }.items():
             if np.isnan(arr[0]).any() or np.isnan(arr[1]).any():
                 raise ValueError(f"The model {self.name!r} has NaN {label}.")
 
@@ -136,10 +138,13 @@ class KKTReport:
     gap: float
 
     def ok(self, feas_tol: float, gap_tol: float) -> bool:
-        """True when both residuals are within ``feas_tol`` and the relative gap within ``gap_tol``."""
+        """Both residuals within ``feas_tol`` and the relative gap within ``gap_tol``."""
         rel_gap = self.gap / max(1.0, abs(self.primal_objective))
-        return (self.primal_residual <= feas_tol and self.dual_residual <= feas_tol
-                and rel_gap <= gap_tol)
+        return (
+            self.primal_residual <= feas_tol
+            and self.dual_residual <= feas_tol
+            and rel_gap <= gap_tol
+        )
 
 
 def _violation(lhs: np.ndarray, rhs: np.ndarray) -> float:
@@ -153,8 +158,12 @@ def _violation(lhs: np.ndarray, rhs: np.ndarray) -> float:
 def primal_residual(qp: QPData, x: np.ndarray) -> float:
     """Largest violation of a row or a bound, scaled by 1 + |bound|."""
     ax = qp.A @ x
-    return max(_violation(-ax, -qp.row_lo),
-               _violation(ax, qp.row_hi), _violation(-x, -qp.col_lo), _violation(x, qp.col_hi))
+    return max(
+        _violation(-ax, -qp.row_lo),
+        _violation(ax, qp.row_hi),
+        _violation(-x, -qp.col_lo),
+        _violation(x, qp.col_hi),
+    )
 
 
 def check_kkt(qp: QPData, x: np.ndarray, y: np.ndarray | None) -> KKTReport:

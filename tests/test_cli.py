@@ -15,14 +15,17 @@ from optmodels.lad import LAD
 
 
 def run(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "optmodels.cli", *args], capture_output=True,
-                          text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "optmodels.cli", *args], capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture
 def lad_csv(tmp_path):
     path = tmp_path / "lad.csv"
-    assert main(["generate", "lad", "--n", "300", "--p", "3", "--seed", "2", "--out", str(path)]) == 0
+    assert (
+        main(["generate", "lad", "--n", "300", "--p", "3", "--seed", "2", "--out", str(path)]) == 0
+    )
     return path
 
 
@@ -43,11 +46,14 @@ def test_solve_json_matches_the_python_api(lad_csv, tmp_path):
     np.testing.assert_allclose(np.load(out), ref.x, atol=1e-7)
 
 
-@pytest.mark.parametrize("problem, params", [
-    ("svm", ["--param", "C=2", "--param", "kernel=rbf", "--param", "gamma=0.5"]),
-    ("klr", ["--param", "C=2"]),
-    ("ridge", ["--param", "alpha=3", "--param", "fit_intercept=true"]),
-])
+@pytest.mark.parametrize(
+    "problem, params",
+    [
+        ("svm", ["--param", "C=2", "--param", "kernel=rbf", "--param", "gamma=0.5"]),
+        ("klr", ["--param", "C=2"]),
+        ("ridge", ["--param", "alpha=3", "--param", "fit_intercept=true"]),
+    ],
+)
 def test_solve_each_problem(tmp_path, problem, params):
     path = tmp_path / "d.npz"
     assert main(["generate", problem, "--n", "80", "--p", "3", "--out", str(path)]) == 0
@@ -91,11 +97,15 @@ def test_export_round_trip(lad_csv, tmp_path):
     from instances.io import load
 
     d = load(lad_csv)
-    assert h.getInfo().objective_function_value == pytest.approx(LAD(d.X, d.y).solve_full().objective, rel=1e-9)
+    assert h.getInfo().objective_function_value == pytest.approx(
+        LAD(d.X, d.y).solve_full().objective, rel=1e-9
+    )
 
 
 def test_compare_json_and_table(lad_csv):
-    proc = run("compare", "lad", "--data", str(lad_csv), "--strategies", "full", "--json", "--quiet")
+    proc = run(
+        "compare", "lad", "--data", str(lad_csv), "--strategies", "full", "--json", "--quiet"
+    )
     assert proc.returncode == 0, proc.stderr
     rows = json.loads(proc.stdout)
     assert isinstance(rows, list) and rows[0]["strategy"] == "full"
@@ -108,7 +118,10 @@ def test_compare_json_and_table(lad_csv):
 def test_generate_is_deterministic(tmp_path):
     a, b = tmp_path / "a.npz", tmp_path / "b.npz"
     for p in (a, b):
-        assert main(["generate", "ridge", "--n", "50", "--p", "8", "--seed", "5", "--out", str(p)]) == 0
+        assert (
+            main(["generate", "ridge", "--n", "50", "--p", "8", "--seed", "5", "--out", str(p)])
+            == 0
+        )
     np.testing.assert_array_equal(np.load(a)["X"], np.load(b)["X"])
 
 
@@ -120,4 +133,5 @@ def test_saved_weights_are_used(tmp_path):
     save(path, X, y, w)
     proc = run("solve", "lad", "--data", str(path), "--json")
     assert json.loads(proc.stdout)["objective"] == pytest.approx(
-        LAD(X, y, sample_weight=w).solve_full().objective, rel=1e-9)
+        LAD(X, y, sample_weight=w).solve_full().objective, rel=1e-9
+    )

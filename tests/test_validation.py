@@ -53,7 +53,9 @@ def test_shapes(name):
 
 
 def test_zero_features_message():
-    with pytest.raises(ValueError, match=r"0 feature\(s\) \(shape=\(20, 0\)\) while a minimum of 1"):
+    with pytest.raises(
+        ValueError, match=r"0 feature\(s\) \(shape=\(20, 0\)\) while a minimum of 1"
+    ):
         SVM(np.zeros((20, 0)), Y_CLF)
 
 
@@ -81,8 +83,13 @@ def test_column_vector_y_warns_and_gives_same_result():
     assert a.solve_full().objective == pytest.approx(LAD(X, Y_REG).solve_full().objective)
 
 
-BAD_VALUES = {"float": [-1.0, "abc", np.nan], "bool": ["maybe", 3],
-              "choice": ["nope", 1.5], "int": [0.5, -3], "float_or_choice": [-1.0, "wide"]}
+BAD_VALUES = {
+    "float": [-1.0, "abc", np.nan],
+    "bool": ["maybe", 3],
+    "choice": ["nope", 1.5],
+    "int": [0.5, -3],
+    "float_or_choice": [-1.0, "wide"],
+}
 
 
 @pytest.mark.parametrize("name", sorted(PROBLEMS))
@@ -93,14 +100,20 @@ def test_every_declared_parameter_is_validated(name):
         for value in BAD_VALUES[spec.kind]:
             if spec.kind == "float" and spec.low is None and value == -1.0:
                 continue
-            with pytest.raises(ValueError, match=f"The '{pname}' parameter of {cls.__name__} must be"):
+            with pytest.raises(
+                ValueError, match=f"The '{pname}' parameter of {cls.__name__} must be"
+            ):
                 cls(X, y, **{pname: value})
     with pytest.raises(ValueError, match="Unknown parameter.*valid parameters are"):
         cls(X, y, bogus=1)
 
 
 def test_C_must_be_positive_message():
-    with pytest.raises(ValueError, match=r"The 'C' parameter of SVM must be a float in the range \(0, inf\)\. Got -1 instead\."):
+    with pytest.raises(
+        ValueError,
+        match=r"The 'C' parameter of SVM must be a float in the range \(0, inf\)\. "
+        r"Got -1 instead\.",
+    ):
         SVM(X, Y_CLF, C=-1)
 
 

@@ -16,8 +16,11 @@ SEEDS = [0, 1, 2]
 def _data(seed, classification):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(15, 2))
-    y = np.where(X[:, 0] + 0.5 * rng.normal(size=15) > 0, 1.0, -1.0) if classification else \
-        X @ [1.0, -2.0] + rng.laplace(size=15)
+    y = (
+        np.where(X[:, 0] + 0.5 * rng.normal(size=15) > 0, 1.0, -1.0)
+        if classification
+        else X @ [1.0, -2.0] + rng.laplace(size=15)
+    )
     w = rng.integers(0, 5, size=15).astype(float)
     w[:2] = [1.0, 2.0]
     if classification:  # keep both classes present
@@ -32,13 +35,17 @@ def _repeat(X, y, w):
 
 
 @pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("make, classification", [
-    (lambda X, y, w: LAD(X, y, sample_weight=w), False),
-    (lambda X, y, w: SVM(X, y, sample_weight=w, C=1.3), True),
-    (lambda X, y, w: SVM(X, y, sample_weight=w, C=1.3, kernel="rbf", gamma=0.7), True),
-    (lambda X, y, w: KLR(X, y, sample_weight=w, C=2.0, gamma=0.7), True),
-    (lambda X, y, w: Ridge(X, y, sample_weight=w, alpha=0.5), False),
-], ids=["lad", "svm-linear", "svm-rbf", "klr", "ridge"])
+@pytest.mark.parametrize(
+    "make, classification",
+    [
+        (lambda X, y, w: LAD(X, y, sample_weight=w), False),
+        (lambda X, y, w: SVM(X, y, sample_weight=w, C=1.3), True),
+        (lambda X, y, w: SVM(X, y, sample_weight=w, C=1.3, kernel="rbf", gamma=0.7), True),
+        (lambda X, y, w: KLR(X, y, sample_weight=w, C=2.0, gamma=0.7), True),
+        (lambda X, y, w: Ridge(X, y, sample_weight=w, alpha=0.5), False),
+    ],
+    ids=["lad", "svm-linear", "svm-rbf", "klr", "ridge"],
+)
 def test_integer_weights_equal_repeated_rows(seed, make, classification):
     """Weights drawn from 0..4: zero-weight rows vanish from the repeated data (= removal)."""
     X, y, w = _data(seed, classification)

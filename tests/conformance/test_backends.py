@@ -55,8 +55,14 @@ def test_iteration_limit_is_a_status(backend):
 
     n = 60
     A = sp.csr_matrix(rng.normal(size=(30, n)))
-    qp = QPData(c=rng.normal(size=n), A=A, row_lo=np.full(30, -1.0), row_hi=np.full(30, 1.0),
-                col_lo=np.full(n, -1.0), col_hi=np.full(n, 1.0))
+    qp = QPData(
+        c=rng.normal(size=n),
+        A=A,
+        row_lo=np.full(30, -1.0),
+        row_hi=np.full(30, 1.0),
+        col_lo=np.full(n, -1.0),
+        col_hi=np.full(n, 1.0),
+    )
     res = solve_qp(qp, backend, max_iter=1)
     assert res.termination is TerminationCondition.ITERATION_LIMIT, res.raw_status
     assert not res.is_optimal
@@ -78,9 +84,15 @@ def test_ill_conditioned_qp_is_exact_or_flagged(backend, smallest):
     from solvers.qp import QPData
 
     d = np.logspace(0, np.log10(smallest), 6)
-    qp = QPData(c=-d, A=sp.csr_matrix(np.ones((1, 6))), row_lo=np.array([-1e3]),
-                row_hi=np.array([1e3]), col_lo=np.full(6, -np.inf), col_hi=np.full(6, np.inf),
-                P=sp.diags(d))
+    qp = QPData(
+        c=-d,
+        A=sp.csr_matrix(np.ones((1, 6))),
+        row_lo=np.array([-1e3]),
+        row_hi=np.array([1e3]),
+        col_lo=np.full(6, -np.inf),
+        col_hi=np.full(6, np.inf),
+        P=sp.diags(d),
+    )
     res = solve_qp(qp, backend)
     if res.is_optimal:  # x along the 1e-9 direction is not determined; the objective is
         assert res.objective == pytest.approx(-d.sum() / 2, abs=1e-7)
