@@ -1,7 +1,25 @@
-"""AID: aggregate and iteratively disaggregate, for LAD and weighted SVM, with a proof of
-optimality (sign-pure clusters).  See :mod:`solvers.aid.lad` and :mod:`solvers.aid.svm`."""
+"""AID: aggregate and iteratively disaggregate, for LAD and the weighted SVM, with a proof of
+optimality (sign-pure clusters).
 
-from solvers.aid.clustering import lad_clusters
+* :func:`aid_lad` (module :mod:`solvers.aid.lad`), aggregated LPs in :mod:`solvers.aid.lad_lp`;
+* :func:`aid_svm` (module :mod:`solvers.aid.svm`), aggregated QPs in :mod:`solvers.aid.svm_qp`;
+* initial clusterings in :mod:`solvers.aid.clustering`, cluster sums and splits in
+  :mod:`solvers.aid.aggregation`.
+"""
+
+from solvers.aid.aggregation import Aggregate, aggregate, mixed_clusters, split_mixed
+from solvers.aid.clustering import lad_clusters, svm_clusters
 from solvers.aid.lad import aid_lad, build_aggregated_lad
+from solvers.aid.svm import aid_svm
 
-__all__ = ["aid_lad", "build_aggregated_lad", "lad_clusters"]
+__all__ = [
+    "Aggregate",
+    "aggregate",
+    "aid_lad",
+    "aid_svm",
+    "build_aggregated_lad",
+    "lad_clusters",
+    "mixed_clusters",
+    "split_mixed",
+    "svm_clusters",
+]

@@ -26,7 +26,7 @@ import numpy as np
 
 from solvers.aid.aggregation import Aggregate, aggregate, mixed_clusters, split_mixed
 from solvers.aid.clustering import LAD_METHODS, lad_clusters
-from solvers.aid.lad_lp import AggregatedLadLP, lad_dual_lp, new_highs
+from solvers.aid.lad_lp import AggregatedLadLP, SiftedLadLP, lad_dual_lp, new_highs
 from solvers.aid.validation import (
     check_choice,
     check_matrix,
@@ -37,7 +37,7 @@ from solvers.aid.validation import (
     check_vector,
     check_weights,
 )
-from solvers.result import SolutionStatus, SolveResult, TerminationCondition
+from solvers.result import SolutionStatus, SolveResult, TerminationCondition, relative_gap
 
 DEFAULT_LAD_CLUSTERS = 1000
 SPLIT_RULES = ("refine", "sign")
@@ -56,6 +56,7 @@ def aid_lad(
     time_limit: float | None = None,
     warm_start: bool = True,
     split: str = "refine",
+    sift: bool = True,
     zero_tol: float = 1e-9,
     callback: Callable[[int, highspy.Highs, np.ndarray], None] | None = None,
     verbose: bool = False,
@@ -88,13 +89,19 @@ def aid_lad(
         "sign": a mixed cluster splits into {r > 0} and {r <= 0} (the paper's rule);
         "refine": each of the two halves is halved again at its mean |r|, which isolates the
         rows near the hyperplane in fewer iterations (any refinement keeps AID exact).
+    sift : bool
+        With ``warm_start``: fix the columns of pure clusters that sit at a bound, so the
+        simplex prices only the clusters near the hyperplane; a fixed column whose reduced
+        cost turns wrong is freed and the LP re-run, so each F^t is still the exact optimum.
     zero_tol : float
         Residuals with |r_i| <= zero_tol * (1 + max|y|) count as zero (fit either sign), so
         rows on the hyperplane do not split forever on rounding noise.  The certificate is then
         exact up to 2 * zero_tol * (1 + max|y|) * sum(s).
     callback : callable, optional
-        ``callback(iteration, highs, labels)`` after each aggregated solve, e.g. to write the
-        aggregated model with ``highs.writeModel("agg.mps")``.
+        ``callback(iteration, highs, labels)`` after each aggregated solve; ``highs`` is a fresh,
+        unsolved HiGHS model of that iteration's whole aggregated LP (the solver itself may
+        hold a sifted restriction of it), e.g. to write it with ``highs.writeModel("agg.mps")``
+        or ``"agg.lp"``.
     verbose : bool
         Print iteration, clusters, F, E, gap.
     seed : int
@@ -103,8 +110,11 @@ def aid_lad(
     Returns
     -------
     SolveResult
-        ``x`` = beta, ``objective`` = E_best, ``bound`` = F; ``extra``: intercept, certified,
-        E_best, F, gap, history, n_clusters_final, labels.
+        ``x`` = beta, ``objective`` = E_best, ``bound`` = F, ``gap`` = the toolkit's
+        (E - F) / max(1, |E|); ``extra``: intercept, certified, E_best, F, gap (AID's
+        (E_best - F) / E_best), history (per iteration: iteration, clusters, F, E, E_best, gap,
+        mixed, lp_time, lp_iterations, sift_rounds, fixed, time), n_clusters_final, labels
+        (the final cluster of each row, -1 for rows of weight 0), lp_time.
     """
     t0 = time.perf_counter()
     X = check_matrix(X, "X", allow_no_columns=fit_intercept)
@@ -135,7 +145,7 @@ def aid_lad(
     agg = aggregate(X, y, s, labels0)
     tol = zero_tol * (1.0 + float(np.max(np.abs(y))))
     state = _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, tol,
-                 callback, verbose, t0, split == "refine")
+                 callback, verbose, t0, split == "refine", sift)
     return _result(state, agg, keep, n, p, fit_intercept, t0)
 
 
@@ -180,10 +190,30 @@ def _with_intercept(agg: Aggregate, fit_intercept: bool) -> np.ndarray:
     return np.column_stack([agg.SX, agg.W]) if fit_intercept else agg.SX
 
 
+def _fix_settled(lp: SiftedLadLP, mixed: np.ndarray, v: np.ndarray, coef: np.ndarray) -> None:
+    """Fix the pure clusters sitting at a bound (|v_k| = 1) with a strict reduced cost.
+
+    They are the rows far from the hyperplane; the next LP prices only the rest (sifting).
+    """
+    K = mixed.shape[0]
+    cand = np.flatnonzero(~mixed & ~lp.fixed[:K] & (np.abs(v[:K]) == 1.0))
+    if lp.status is not None:
+        cand = cand[lp.status[cand] != 1]
+    if cand.shape[0] == 0:
+        return
+    d = lp.SY[cand] - lp.SXa[cand] @ coef
+    sigma = v[cand]
+    ok = d * sigma > 1e-9 * (1.0 + np.abs(lp.SY[cand]))
+    lp.fix(cand[ok], sigma[ok])
+
+
 def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, tol,
-         callback, verbose, t0, refine) -> dict[str, Any]:
+         callback, verbose, t0, refine, sift) -> dict[str, Any]:
     p = X.shape[1]
-    lp = AggregatedLadLP(_with_intercept(agg, fit_intercept), agg.SY)
+    if warm_start and sift:
+        lp = SiftedLadLP(_with_intercept(agg, fit_intercept), agg.SY)
+    else:
+        lp = AggregatedLadLP(_with_intercept(agg, fit_intercept), agg.SY)
     st: dict[str, Any] = dict(history=[], E_best=np.inf, F=-np.inf, best=None, lp_time=0.0,
                               termination=TerminationCondition.ITERATION_LIMIT, raw="")
     for it in range(1, max_iter + 1):
@@ -192,15 +222,18 @@ def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start,
             st["termination"] = TerminationCondition.TIME_LIMIT
             break
         t_lp = time.perf_counter()
-        status, F, coef, _ = lp.solve(remaining)
-        st["lp_time"] += time.perf_counter() - t_lp
+        status, F, coef, v = lp.solve(remaining)
+        t_lp = time.perf_counter() - t_lp
+        st["lp_time"] += t_lp
         st["raw"] = status
         if status != "Optimal":
             st["termination"] = (TerminationCondition.TIME_LIMIT if status == "Time limit reached"
                                  else TerminationCondition.NUMERICAL_ERROR)
             break
         if callback is not None:
-            callback(it, lp.highs, agg.labels)
+            model = new_highs()
+            model.passModel(lad_dual_lp(_with_intercept(agg, fit_intercept), agg.SY))
+            callback(it, model, agg.labels)
         beta, b = coef[:p], (coef[p] if fit_intercept else 0.0)
         r = y - X @ beta - b if p else y - b
         E = float(s @ np.abs(r))
@@ -212,11 +245,15 @@ def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start,
         mixed = mixed_clusters(agg.labels, agg.n_clusters, r, tol)
         n_mixed = int(mixed.sum())
         st["history"].append(dict(iteration=it, clusters=agg.n_clusters, F=F, E=E,
-                                  E_best=st["E_best"], gap=gap, mixed=n_mixed,
+                                  E_best=st["E_best"], gap=gap, mixed=n_mixed, lp_time=t_lp,
+                                  lp_iterations=lp.simplex_iterations(),
+                                  sift_rounds=getattr(lp, "sift_rounds", 0),
+                                  fixed=int(getattr(lp, "fixed", np.zeros(0)).sum()),
                                   time=time.perf_counter() - t0))
         if verbose:
             print(f"AID-LAD it {it:3d}  clusters {agg.n_clusters:8d}  mixed {n_mixed:7d}  "
-                  f"F {F:.10g}  E {E:.10g}  gap {gap:.3e}  t {time.perf_counter() - t0:.2f}s")
+                  f"F {F:.10g}  E {E:.10g}  gap {gap:.3e}  lp {t_lp:.2f}s  "
+                  f"t {time.perf_counter() - t0:.2f}s")
         if n_mixed == 0:
             st["termination"] = TerminationCondition.CERTIFIED
             st["best"] = (beta.copy(), b)  # the certified point itself
@@ -229,7 +266,10 @@ def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start,
             break
         old_ids, new_ids = split_mixed(agg, X, y, s, mixed, r, refine=refine)
         if warm_start:
+            if sift:
+                _fix_settled(lp, mixed, v, coef)
             lp.split(old_ids, new_ids, _with_intercept(agg, fit_intercept), agg.SY, coef)
+
         else:
             lp.rebuild(_with_intercept(agg, fit_intercept), agg.SY)
     st["iterations"] = len(st["history"])
@@ -240,7 +280,8 @@ def _result(st, agg, keep, n, p, fit_intercept, t0) -> SolveResult:
     certified = st["termination"] is TerminationCondition.CERTIFIED
     best = st["best"]
     if best is None:
-        return SolveResult(termination=st["termination"], solution_status=SolutionStatus.NO_SOLUTION,
+        return SolveResult(termination=st["termination"],
+                           solution_status=SolutionStatus.NO_SOLUTION,
                            iterations=st["iterations"], solve_time=time.perf_counter() - t0,
                            solver="highs", solver_version=_highs_version(), raw_status=st["raw"],
                            strategy="aid", extra=dict(certified=False, history=st["history"]))
@@ -257,7 +298,7 @@ def _result(st, agg, keep, n, p, fit_intercept, t0) -> SolveResult:
         objective=E,
         x=best[0],
         bound=F,
-        gap=gap,
+        gap=relative_gap(E, F),
         iterations=st["iterations"],
         solve_time=time.perf_counter() - t0,
         solver="highs",

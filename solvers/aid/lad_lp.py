@@ -11,17 +11,30 @@ intercept, when fitted, is one more row whose coefficients are W_k.  beta is the
 duals: HiGHS reports, for this maximisation, row duals with ``beta = +row_dual`` (checked in
 ``tests/test_aid_lad.py::test_dual_sign_convention``).
 
-Warm start: a split cluster's column is fixed to [0, 0] and its two halves are appended as new
-columns; the previous basis is kept, with each new column placed at the bound that makes its
-reduced cost d = SY - SX'beta (= W times the aggregated residual) dual feasible, so the dual
-simplex restarts from a dual feasible basis.  A basic column's first half inherits the basic
-status.
+Two ways to reuse work between AID iterations (both exact):
+
+* :class:`AggregatedLadLP` keeps one HiGHS model: a split cluster's column is fixed to [0, 0]
+  and its pieces are appended as new columns; the previous basis is kept, with each new column
+  at the bound that makes its reduced cost d = SY - SX'beta (= W times the aggregated residual)
+  dual feasible, so the dual simplex restarts from a dual feasible basis.  A basic column's
+  first piece inherits the basic status.
+* :class:`SiftedLadLP` (the default of ``aid_lad``) also drops the settled clusters (pure,
+  at a bound) from the LP and rebuilds the small restricted LP from arrays each time, with the
+  same per-cluster basis; fixed clusters whose reduced cost turns wrong come back.
+
+Measured (n = 10^6, p = 10, 8 AID iterations): LP time 1.81 s rebuilt cold each iteration,
+0.20 s with the kept model and basis.  At n = 3 x 10^5, p = 50 (7 iterations): 8.3 s with the
+kept model and basis, 3.3 s with sifting (the simplex prices only the free clusters).
 """
 
 from __future__ import annotations
 
+import time
+
 import highspy
 import numpy as np
+
+from solvers.highs_backend import new_highs as quiet_highs
 
 _KBASIC = highspy.HighsBasisStatus.kBasic
 _KLOWER = highspy.HighsBasisStatus.kLower
@@ -29,9 +42,8 @@ _KUPPER = highspy.HighsBasisStatus.kUpper
 
 
 def new_highs(*, threads: int | None = None) -> highspy.Highs:
-    """A quiet HiGHS instance."""
-    h = highspy.Highs()
-    h.setOptionValue("output_flag", False)
+    """A quiet HiGHS instance (the backend's, which also keeps HiGHS's banner off stdout)."""
+    h = quiet_highs()
     if threads is not None:
         h.setOptionValue("threads", int(threads))
     return h
@@ -129,12 +141,147 @@ class AggregatedLadLP:
         for j in np.flatnonzero(was_basic):
             new_status[j] = _KBASIC
         basis.col_status = col_status + new_status
-        if h.setBasis(basis) != highspy.HighsStatus.kOk:
-            # fall back to HiGHS's own completion of the old basis
-            pass
+        self.basis_ok = h.setBasis(basis) == highspy.HighsStatus.kOk
+
+    def simplex_iterations(self) -> int:
+        """Simplex (or IPM) iterations of the last run."""
+        info = self.highs.getInfo()
+        return int(info.simplex_iteration_count) + int(info.ipm_iteration_count)
 
     def rebuild(self, SXa: np.ndarray, SY: np.ndarray) -> None:
         """Pass a fresh model (no warm start)."""
         self.highs.clearModel()
         self.highs.passModel(lad_dual_lp(SXa, SY))
         self.col = np.arange(SXa.shape[0], dtype=np.int64)
+
+
+_STATUS_CODE = {_KLOWER: 0, _KBASIC: 1, _KUPPER: 2}
+_CODE_STATUS = [_KLOWER, _KBASIC, _KUPPER]
+
+
+class SiftedLadLP:
+    """The aggregated LP restricted to its *free* clusters (sifting), rebuilt from arrays.
+
+    Clusters fixed at a bound sigma_k = +-1 (:meth:`fix`) leave the LP: their columns move to
+    the right-hand side (sum_free SX_k v_k = -sum_fixed sigma_k SX_k) and the objective offset
+    (sum_fixed sigma_k SY_k).  Each run starts from the last basis (kept per cluster); after a
+    run every fixed cluster with a reduced cost d_k = SY_k - SX_k'beta of the wrong sign
+    (d_k sigma_k < 0) is freed at its other, dual feasible, bound and the LP re-run, so the
+    answer is optimal for the whole aggregated LP.  The simplex then prices only the clusters
+    near the hyperplane, a few thousand of the tens of thousands.
+    """
+
+    def __init__(self, SXa: np.ndarray, SY: np.ndarray, *, solver: str = "simplex") -> None:
+        self.highs = new_highs()
+        self.highs.setOptionValue("solver", solver)
+        self.SXa, self.SY = SXa, SY
+        K = SXa.shape[0]
+        self.fixed = np.zeros(K, dtype=bool)
+        self.sigma = np.zeros(K)
+        self.status: np.ndarray | None = None  # per cluster: 0 lower, 1 basic, 2 upper
+        self.row_status: list | None = None
+        self.iterations = 0
+        self.sift_rounds = 0
+
+    def simplex_iterations(self) -> int:
+        """Simplex iterations of the last :meth:`solve` (all sifting rounds)."""
+        return self.iterations
+
+    def solve(self, time_limit: float | None = None) -> tuple[str, float, np.ndarray, np.ndarray]:
+        """Solve to optimality of the full aggregated LP; return ``(status, F, beta, v)``."""
+        h = self.highs
+        t_end = None if time_limit is None else time.perf_counter() + time_limit
+        self.iterations = 0
+        self.sift_rounds = 0
+        while True:
+            free = np.flatnonzero(~self.fixed)
+            fx = np.flatnonzero(self.fixed)
+            lp = lad_dual_lp(self.SXa[free], self.SY[free])
+            rhs = -(self.sigma[fx] @ self.SXa[fx]) if fx.shape[0] else np.zeros(self.SXa.shape[1])
+            lp.row_lower_ = rhs
+            lp.row_upper_ = rhs
+            lp.offset_ = float(self.sigma[fx] @ self.SY[fx]) if fx.shape[0] else 0.0
+            h.clearModel()
+            h.passModel(lp)
+            if self.status is not None:
+                basis = highspy.HighsBasis()
+                basis.col_status = [_CODE_STATUS[c] for c in self.status[free]]
+                basis.row_status = self.row_status
+                basis.valid = True
+                h.setBasis(basis)
+            left = np.inf if t_end is None else max(t_end - time.perf_counter(), 0.0)
+            h.setOptionValue("time_limit", float(left))
+            h.run()
+            info = h.getInfo()
+            self.iterations += int(info.simplex_iteration_count)
+            status = h.modelStatusToString(h.getModelStatus())
+            sol = h.getSolution()
+            beta = np.array(sol.row_dual, dtype=np.float64)
+            v = self.sigma.copy()
+            v[free] = np.array(sol.col_value, dtype=np.float64)
+            F = float(info.objective_function_value)
+            if status != "Optimal" and fx.shape[0] and status != "Time limit reached":
+                # fixing made the restricted LP infeasible: free every cluster, run again
+                self.fixed[:] = False
+                self.status = None
+                self.sift_rounds += 1
+                continue
+            if status != "Optimal":
+                break
+            self._store_basis(free)
+            if not self._free_violators(fx, beta):
+                break
+            self.sift_rounds += 1
+        return status, F, beta, v
+
+    def _store_basis(self, free: np.ndarray) -> None:
+        basis = self.highs.getBasis()
+        if self.status is None:
+            self.status = np.zeros(self.SXa.shape[0], dtype=np.int8)
+        self.status[free] = [_STATUS_CODE.get(c, 0) for c in basis.col_status]
+        self.row_status = list(basis.row_status)
+
+    def _free_violators(self, fx: np.ndarray, beta: np.ndarray) -> bool:
+        if fx.shape[0] == 0:
+            return False
+        d = self.SY[fx] - self.SXa[fx] @ beta
+        bad = fx[d * self.sigma[fx] < -1e-9 * (1.0 + np.abs(self.SY[fx]))]
+        if bad.shape[0] == 0:
+            return False
+        self.fixed[bad] = False
+        self.status[bad] = np.where(self.sigma[bad] > 0, 0, 2)  # the dual feasible bound
+        return True
+
+    def fix(self, ids: np.ndarray, sigma: np.ndarray) -> None:
+        """Fix clusters ``ids`` (nonbasic at bound ``sigma`` = +-1) out of the LP."""
+        self.fixed[ids] = True
+        self.sigma[ids] = sigma
+        if self.status is not None:
+            self.status[ids] = np.where(sigma > 0, 2, 0)
+
+    def split(
+        self,
+        old_ids: np.ndarray,
+        new_ids: np.ndarray,
+        SXa: np.ndarray,
+        SY: np.ndarray,
+        beta: np.ndarray,
+    ) -> None:
+        """Clusters ``old_ids`` were split (new pieces ``new_ids``); refresh sums and statuses.
+
+        Each piece starts nonbasic at the bound its reduced cost makes dual feasible; the first
+        piece of a basic cluster stays basic.
+        """
+        n_new = new_ids.shape[0]
+        self.SXa, self.SY = SXa, SY
+        self.fixed = np.concatenate([self.fixed, np.zeros(n_new, dtype=bool)])
+        self.fixed[old_ids] = False
+        self.sigma = np.concatenate([self.sigma, np.zeros(n_new)])
+        if self.status is None:
+            return
+        was_basic = self.status[old_ids] == 1
+        self.status = np.concatenate([self.status, np.zeros(n_new, dtype=np.int8)])
+        ids = np.concatenate([old_ids, new_ids])
+        d = SY[ids] - SXa[ids] @ beta
+        self.status[ids] = np.where(d > 0, 2, 0)
+        self.status[old_ids[was_basic]] = 1

@@ -41,7 +41,9 @@ def check_vector(v: object, n: int, name: str) -> np.ndarray:
     if a.ndim == 2 and a.shape[1] == 1:
         a = a[:, 0]
     if a.ndim != 1 or a.shape[0] != n:
-        raise DataError(f"'{name}' must be a vector of length {n} (one per row of X); got shape {a.shape}.")
+        raise DataError(
+            f"'{name}' must be a vector of length {n} (one per row of X); got shape {a.shape}."
+        )
     _check_finite(a, name)
     return a
 
@@ -68,10 +70,13 @@ def check_labels(y: object, n: int) -> np.ndarray:
     return a
 
 
+_N_CLUSTERS_MSG = "'n_clusters' must be an int >= 1 or a fraction in (0, 1]; got {!r}."
+
+
 def check_n_clusters(n_clusters: object, n: int) -> int:
     """An int in [1, n], or a fraction in (0, 1] of n (at least 1)."""
     if isinstance(n_clusters, (bool, np.bool_)):
-        raise DataError(f"'n_clusters' must be an int >= 1 or a fraction in (0, 1]; got {n_clusters!r}.")
+        raise DataError(_N_CLUSTERS_MSG.format(n_clusters))
     if isinstance(n_clusters, numbers.Integral):
         if n_clusters < 1:
             raise DataError(f"'n_clusters' must be >= 1; got {n_clusters}.")
@@ -79,10 +84,11 @@ def check_n_clusters(n_clusters: object, n: int) -> int:
     if isinstance(n_clusters, numbers.Real):
         if not (0.0 < float(n_clusters) <= 1.0):
             raise DataError(
-                f"'n_clusters' as a float is a fraction of n and must be in (0, 1]; got {n_clusters!r}."
+                "'n_clusters' as a float is a fraction of n and must be in (0, 1]; "
+                f"got {n_clusters!r}."
             )
         return max(1, int(round(float(n_clusters) * n)))
-    raise DataError(f"'n_clusters' must be an int >= 1 or a fraction in (0, 1]; got {n_clusters!r}.")
+    raise DataError(_N_CLUSTERS_MSG.format(n_clusters))
 
 
 def check_positive(value: object, name: str, *, allow_none: bool = False) -> float | None:

@@ -1,0 +1,333 @@
+"""AID for the weighted soft-margin SVM, linear (primal QP) and kernel (aggregated dual).
+
+Problem (formulations.md section 2; paper problems (7) and (5)):
+
+    min_{w, b, xi}  1/2 ||w||^2 + C sum_i s_i xi_i
+    s.t.            y_i (w' phi(x_i) + b) >= 1 - xi_i,   xi >= 0
+
+Iteration t on label-pure clusters C^t (paper symbols x^t_k, y^t_k, |C^t_k| -> xbar_k, y_k, W_k):
+
+* solve the aggregated problem (:mod:`solvers.aid.svm_qp`): F^t, its optimum, is a lower bound
+  on the optimum (Jensen: sum_{i in C} s_i max(0, 1 - y f(x_i)) >= W max(0, 1 - y f(xbar)));
+* E^t = the full primal objective at the aggregated (w, b), an upper bound; E_best = min E^t;
+* a cluster with rows on both sides of {1 - y_i f(x_i) <= 0} splits by that sign; when none
+  splits F^t = E^t and (w, b) is optimal: termination CERTIFIED.
+
+F is evaluated by the toolkit at the aggregated solution (the subsolver's tolerance,
+``tol`` = 1e-10, bounds its excess over the aggregated optimum).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from solvers.aid.aggregation import aggregate, mixed_clusters, split_mixed
+from solvers.aid.clustering import SVM_METHODS, subsample, svm_clusters
+from solvers.aid.svm_qp import SUBSOLVERS, best_intercept, kernel_svm_dual, linear_svm_primal
+from solvers.aid.validation import (
+    check_choice,
+    check_labels,
+    check_matrix,
+    check_max_iter,
+    check_n_clusters,
+    check_nonnegative,
+    check_positive,
+    check_weights,
+)
+from solvers.kernels import Kernel
+from solvers.result import SolutionStatus, SolveResult, TerminationCondition, relative_gap
+
+DEFAULT_SVM_CLUSTERS = 1000
+SVM_SUBSAMPLE = 5000
+SPLIT_RULES = ("refine", "sign")
+
+
+def aid_svm(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    C: float = 1.0,
+    sample_weight: np.ndarray | None = None,
+    kernel: Kernel | None = None,
+    n_clusters: int | float = DEFAULT_SVM_CLUSTERS,
+    init: str | np.ndarray = "auto",
+    gap_tol: float = 0.0,
+    max_iter: int = 100,
+    time_limit: float | None = None,
+    subsolver: str = "clarabel",
+    split: str = "refine",
+    zero_tol: float = 1e-9,
+    verbose: bool = False,
+    seed: int = 0,
+) -> SolveResult:
+    """Solve the weighted soft-margin SVM exactly by AID.
+
+    Parameters
+    ----------
+    X : (n, p) array
+        Features x_i (for ``Kernel("precomputed")``: the n x n kernel matrix).
+    y : (n,) array of -1 / +1
+        Labels y_i.
+    C : float
+        Penalty C > 0; row i's box is C s_i.
+    sample_weight : (n,) array, optional
+        s_i >= 0 (default 1); rows of weight 0 are dropped (label -1 in ``extra["labels"]``).
+    kernel : Kernel or None
+        None: linear primal (w in R^p).  A :class:`solvers.kernels.Kernel`: the aggregated dual
+        of appendix B on the full n x n kernel matrix (n up to a few thousand).
+    n_clusters : int or float
+        |K^0| (a float in (0, 1] is a fraction of n), split between the classes by weight.
+    init : {"auto", "band", "quantile", "kmeans"} or (n,) int array
+        Initial clustering (:func:`solvers.aid.clustering.svm_clusters`); "auto" is "band"
+        (margin bins of a subsample fit) for the linear SVM and "kmeans" with a kernel.
+        Labels you pass must not mix classes.
+    gap_tol, max_iter, time_limit :
+        Limits: GAP_LIMIT / ITERATION_LIMIT / TIME_LIMIT with a FEASIBLE solution.
+    subsolver : {"clarabel", "highs"}
+        Aggregated linear primal by Clarabel (interior point, default) or HiGHS's QP solver.
+        The kernel dual always uses Clarabel.
+    split : {"refine", "sign"}
+        As in :func:`solvers.aid.lad.aid_lad`: the paper's 2-way sign split, or 4-way.
+    zero_tol : float
+        Margin values with |1 - y_i f(x_i)| <= zero_tol count as on the margin (either side).
+    verbose, seed :
+        Progress lines; seed of the subsample / k-means of the initial clustering.
+
+    Returns
+    -------
+    SolveResult
+        ``x`` = w (linear) or alpha per cluster (kernel), ``objective`` = E_best,
+        ``bound`` = F, ``gap`` = (E - F) / max(1, |E|); ``extra``: intercept (b), certified,
+        E_best, F, gap (AID's (E_best - F) / E_best), history (per iteration),
+        n_clusters_final, labels, and for kernels ``alpha_rows`` (the dual value of each row,
+        alpha_k s_i / W_k, a feasible point of the full dual).
+    """
+    t0 = time.perf_counter()
+    if kernel is not None and not isinstance(kernel, Kernel):
+        raise ValueError(
+            f"'kernel' must be None (linear) or a solvers.kernels.Kernel; got {kernel!r}."
+        )
+    X = check_matrix(X, "X")
+    n = X.shape[0]
+    if kernel is not None and kernel.name == "precomputed" and X.shape != (n, n):
+        raise ValueError(
+            f"With Kernel('precomputed') 'X' must be the n x n kernel matrix; got {X.shape}."
+        )
+    y = check_labels(y, n)
+    s = check_weights(sample_weight, n)
+    C = check_positive(C, "C")
+    K0 = check_n_clusters(n_clusters, n)
+    gap_tol = check_nonnegative(gap_tol, "gap_tol")
+    max_iter = check_max_iter(max_iter)
+    time_limit = check_positive(time_limit, "time_limit", allow_none=True)
+    subsolver = check_choice(subsolver, "subsolver", SUBSOLVERS)
+    split = check_choice(split, "split", SPLIT_RULES)
+    zero_tol = check_nonnegative(zero_tol, "zero_tol")
+    if isinstance(init, str):
+        init = check_choice(init, "init", ("auto",) + SVM_METHODS)
+        if init == "auto":
+            init = "band" if kernel is None else "kmeans"
+    else:
+        init = _check_init(init, y)
+
+    keep = None
+    if np.any(s == 0):
+        keep = np.flatnonzero(s > 0)
+        if kernel is not None and kernel.name == "precomputed":
+            X = X[np.ix_(keep, keep)]
+        else:
+            X = X[keep]
+        y, s = y[keep], s[keep]
+        y = check_labels(y, keep.shape[0])
+    model = _KernelModel(X, s, kernel) if kernel is not None else _LinearModel(X, subsolver)
+    if isinstance(init, str):
+        score = None if init == "kmeans" else model.subsample_score(y, s, C, seed)
+        labels0 = svm_clusters(X, y, s, K0, score=score, method=init, seed=seed)
+    else:
+        labels0 = init if keep is None else init[keep]
+    agg = aggregate(model.features(), y, s, labels0)
+    st = _run(model, y, s, agg, C, gap_tol, max_iter, time_limit, split == "refine",
+              zero_tol, verbose, t0)
+    return _result(st, agg, keep, n, kernel, subsolver, t0, s)
+
+
+class _LinearModel:
+    """Linear kernel: aggregated primal in (w, b)."""
+
+    def __init__(self, X: np.ndarray, subsolver: str) -> None:
+        self.X = X
+        self.subsolver = subsolver
+
+    def features(self) -> np.ndarray:
+        return self.X
+
+    def subsample_score(self, y, s, C, seed) -> np.ndarray:
+        idx = subsample(self.X.shape[0], SVM_SUBSAMPLE, np.random.default_rng(seed))
+        _, w, b = linear_svm_primal(self.X[idx], y[idx], s[idx], C, subsolver="clarabel", tol=1e-8)
+        return 1.0 - y * (self.X @ w + b)
+
+    def solve(self, agg, yk, C, time_limit):
+        Xbar = agg.SX / agg.W[:, None]
+        status, w, b = linear_svm_primal(Xbar, yk, agg.W, C, subsolver=self.subsolver,
+                                         time_limit=time_limit)
+        sq = float(w @ w)
+        margin_k = 1.0 - yk * (Xbar @ w + b)
+        return status, (w, b), sq, margin_k
+
+    def margins(self, sol, y) -> np.ndarray:
+        w, b = sol
+        return 1.0 - y * (self.X @ w + b)
+
+
+class _KernelModel:
+    """Any kernel: aggregated dual on Kbar = D^-1 M K M' D^-1 (M[k, i] = s_i for i in C_k)."""
+
+    def __init__(self, X: np.ndarray, s: np.ndarray, kernel: Kernel) -> None:
+        self.X = X
+        self.kernel = kernel
+        self.Kmat = kernel(X, X)
+        self.s = s
+
+    def features(self) -> np.ndarray:
+        return np.zeros((self.X.shape[0], 0))  # aggregated points live in feature space
+
+    def subsample_score(self, y, s, C, seed) -> np.ndarray:
+        idx = subsample(self.X.shape[0], min(SVM_SUBSAMPLE, 1000), np.random.default_rng(seed))
+        Kss = self.Kmat[np.ix_(idx, idx)]
+        ys = y[idx]
+        _, a = kernel_svm_dual(ys[:, None] * Kss * ys[None, :], ys, s[idx], C, tol=1e-8)
+        g = self.Kmat[:, idx] @ (a * ys)
+        b = best_intercept(g[idx], ys, s[idx])
+        return 1.0 - y * (g + b)
+
+    def _G(self, agg) -> np.ndarray:
+        n = self.X.shape[0]
+        M = sp.csr_matrix((self.s, (agg.labels, np.arange(n))), shape=(agg.n_clusters, n))
+        return np.asarray(M @ self.Kmat) / agg.W[:, None]  # G[k, i] = sum_j s_j K_ji / W_k
+
+    def solve(self, agg, yk, C, time_limit):
+        n = self.X.shape[0]
+        G = self._G(agg)
+        M = sp.csr_matrix((self.s, (agg.labels, np.arange(n))), shape=(agg.n_clusters, n))
+        Kbar = np.asarray(M @ G.T) / agg.W[:, None]
+        Kbar = 0.5 * (Kbar + Kbar.T)
+        Q = yk[:, None] * Kbar * yk[None, :]
+        status, alpha = kernel_svm_dual(Q, yk, agg.W, C, time_limit=time_limit)
+        ay = alpha * yk
+        g = Kbar @ ay
+        b = best_intercept(g, yk, agg.W)
+        sq = float(ay @ g)
+        self._last = (G, ay, b)
+        return status, (alpha, b), sq, 1.0 - yk * (g + b)
+
+    def margins(self, sol, y) -> np.ndarray:
+        G, ay, b = self._last
+        return 1.0 - y * (G.T @ ay + b)
+
+
+def _check_init(init: object, y: np.ndarray) -> np.ndarray:
+    lab = np.asarray(init)
+    n = y.shape[0]
+    if lab.shape != (n,) or not np.issubdtype(lab.dtype, np.integer):
+        raise ValueError(
+            f"'init' must be a method name or an int array of one label per row ({n})."
+        )
+    lab = lab.astype(np.int64)
+    if lab.min() < 0:
+        raise ValueError("'init' labels must be >= 0.")
+    K = int(lab.max()) + 1
+    pos = np.bincount(lab, weights=(y > 0), minlength=K)
+    cnt = np.bincount(lab, minlength=K)
+    if np.any((pos > 0) & (pos < cnt)):
+        raise ValueError(
+            "'init' clusters must not mix the labels -1 and +1; cluster each class apart."
+        )
+    return lab
+
+
+def _run(model, y, s, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbose, t0):
+    st: dict[str, Any] = dict(history=[], E_best=np.inf, F=-np.inf, best=None, raw="",
+                              termination=TerminationCondition.ITERATION_LIMIT)
+    feats = model.features()
+    for it in range(1, max_iter + 1):
+        remaining = None if time_limit is None else time_limit - (time.perf_counter() - t0)
+        if remaining is not None and remaining <= 0:
+            st["termination"] = TerminationCondition.TIME_LIMIT
+            break
+        yk = np.sign(agg.SY)
+        t_qp = time.perf_counter()
+        status, sol, sq, margin_k = model.solve(agg, yk, C, remaining)
+        t_qp = time.perf_counter() - t_qp
+        st["raw"] = status
+        if status != "Optimal":
+            st["termination"] = (TerminationCondition.TIME_LIMIT if "time" in status.lower()
+                                 else TerminationCondition.NUMERICAL_ERROR)
+            break
+        F = 0.5 * sq + C * float(agg.W @ np.maximum(margin_k, 0.0))
+        m = model.margins(sol, y)
+        E = 0.5 * sq + C * float(s @ np.maximum(m, 0.0))
+        st["F"] = max(st["F"], F)
+        if E < st["E_best"]:
+            st["E_best"], st["best"] = E, sol
+        gap = max((st["E_best"] - st["F"]) / st["E_best"], 0.0) if st["E_best"] > 0 else 0.0
+        mixed = mixed_clusters(agg.labels, agg.n_clusters, m, tol)
+        n_mixed = int(mixed.sum())
+        st["history"].append(dict(iteration=it, clusters=agg.n_clusters, F=F, E=E,
+                                  E_best=st["E_best"], gap=gap, mixed=n_mixed, qp_time=t_qp,
+                                  time=time.perf_counter() - t0))
+        if verbose:
+            print(f"AID-SVM it {it:3d}  clusters {agg.n_clusters:8d}  mixed {n_mixed:7d}  "
+                  f"F {F:.10g}  E {E:.10g}  gap {gap:.3e}  qp {t_qp:.2f}s  "
+                  f"t {time.perf_counter() - t0:.2f}s")
+        if n_mixed == 0:
+            st["termination"] = TerminationCondition.CERTIFIED
+            st["best"], st["E_best"] = sol, E
+            st["sol_agg"] = (agg.labels.copy(), agg.W.copy())
+            break
+        if gap <= gap_tol:
+            st["termination"] = TerminationCondition.GAP_LIMIT
+            break
+        if it == max_iter:
+            break
+        split_mixed(agg, feats, y, s, mixed, m, refine=refine)
+    st["iterations"] = len(st["history"])
+    return st
+
+
+def _result(st, agg, keep, n, kernel, subsolver, t0, s) -> SolveResult:
+    certified = st["termination"] is TerminationCondition.CERTIFIED
+    solver = "clarabel" if kernel is not None else subsolver
+    if st["best"] is None:
+        return SolveResult(termination=st["termination"],
+                           solution_status=SolutionStatus.NO_SOLUTION,
+                           iterations=st["iterations"], solve_time=time.perf_counter() - t0,
+                           solver=solver, raw_status=st["raw"], strategy="aid",
+                           extra=dict(certified=False, history=st["history"]))
+    labels = agg.labels
+    if keep is not None:
+        full = np.full(n, -1, dtype=np.int64)
+        full[keep] = labels
+        labels = full
+    x, b = st["best"]
+    E, F = st["E_best"], st["F"]
+    gap = max((E - F) / E, 0.0) if E > 0 else 0.0
+    extra = dict(intercept=float(b), certified=certified, E_best=E, F=F, gap=gap,
+                 history=st["history"], n_clusters_final=agg.n_clusters, labels=labels)
+    if kernel is not None and certified:
+        alpha_rows = x[agg.labels] * s / agg.W[agg.labels]
+        if keep is not None:
+            full = np.zeros(n)
+            full[keep] = alpha_rows
+            alpha_rows = full
+        extra["alpha_rows"] = alpha_rows
+    return SolveResult(
+        termination=st["termination"],
+        solution_status=SolutionStatus.OPTIMAL if certified else SolutionStatus.FEASIBLE,
+        objective=E, x=x, bound=F, gap=relative_gap(E, F), iterations=st["iterations"],
+        solve_time=time.perf_counter() - t0, solver=solver, raw_status=st["raw"],
+        strategy="aid", extra=extra,
+    )

@@ -1,0 +1,193 @@
+"""AID for the weighted SVM against monolithic CVXPY + Clarabel solves (primal / kernel dual)."""
+
+from __future__ import annotations
+
+import cvxpy as cp
+import numpy as np
+import pytest
+
+from solvers.aid import aid_svm
+from solvers.aid.svm_qp import best_intercept
+from solvers.kernels import Kernel
+from solvers.result import SolutionStatus, TerminationCondition
+
+TIGHT = dict(tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+
+
+def primal_objective(X, y, s, C, w, b):
+    return 0.5 * w @ w + C * s @ np.maximum(0.0, 1.0 - y * (X @ w + b))
+
+
+def linear_reference(X, y, s, C) -> float:
+    """The weighted primal QP by CVXPY + Clarabel, evaluated by us at its (w, b)."""
+    w, b = cp.Variable(X.shape[1]), cp.Variable()
+    hinge = cp.pos(1 - cp.multiply(y, X @ w + b))
+    cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + C * cp.sum(cp.multiply(s, hinge)))).solve(
+        solver="CLARABEL", **TIGHT
+    )
+    return float(primal_objective(X, y, s, C, w.value, b.value))
+
+
+def kernel_dual_reference(K, y, s, C) -> float:
+    """-min 1/2 a'Qa - 1'a s.t. y'a = 0, 0 <= a <= C s (strong duality: the primal optimum)."""
+    Q = y[:, None] * K * y[None, :]
+    a = cp.Variable(len(y))
+    obj = 0.5 * cp.quad_form(a, cp.psd_wrap(Q)) - cp.sum(a)
+    prob = cp.Problem(cp.Minimize(obj), [y @ a == 0, a >= 0, a <= C * s])
+    prob.solve(solver="CLARABEL", **TIGHT)
+    return float(-prob.value)
+
+
+def make_svm(seed, n=400, p=4, kind="plain"):
+    rng = np.random.default_rng(seed)
+    y = np.where(rng.random(n) < 0.5, 1.0, -1.0)
+    X = rng.normal(size=(n, p)) + 0.9 * y[:, None] * rng.normal(size=p)[None, :]
+    s = np.ones(n)
+    if kind == "duplicates":  # repeated rows, some with the opposite label
+        X[n // 2 :] = X[: n - n // 2]
+        flip = rng.random(n - n // 2) < 0.2
+        y[n // 2 :] = np.where(flip, -y[: n - n // 2], y[: n - n // 2])
+    elif kind == "outliers":  # label noise far from the boundary
+        out = rng.random(n) < 0.05
+        X[out] *= 4.0
+        y[out] = -y[out]
+    elif kind == "weights":
+        s = rng.uniform(0.1, 3.0, size=n)
+    return X, y, s
+
+
+def assert_sign_pure(labels, m, tol):
+    rows = labels >= 0
+    lab, m = labels[rows], m[rows]
+    K = lab.max() + 1
+    pos = np.bincount(lab, weights=m > tol, minlength=K)
+    neg = np.bincount(lab, weights=m < -tol, minlength=K)
+    assert not np.any((pos > 0) & (neg > 0))
+
+
+def assert_label_pure(labels, y):
+    K = labels.max() + 1
+    pos = np.bincount(labels, weights=y > 0, minlength=K)
+    cnt = np.bincount(labels, minlength=K)
+    assert not np.any((pos > 0) & (pos < cnt))
+
+
+def assert_monotone(res):
+    hist = res.extra["history"]
+    F = np.array([h["F"] for h in hist])
+    gap = np.array([h["gap"] for h in hist])
+    assert np.all(np.diff(F) >= -1e-9 * max(1.0, abs(res.objective)))
+    assert np.all(np.diff(gap) <= 1e-12)
+
+
+@pytest.mark.parametrize("seed", [0, 1, 2])
+@pytest.mark.parametrize("kind", ["plain", "duplicates", "outliers", "weights"])
+@pytest.mark.parametrize("init", ["band", "quantile", "kmeans"])
+def test_linear_matches_monolithic(seed, kind, init):
+    X, y, s = make_svm(seed, kind=kind)
+    C = 0.7
+    res = aid_svm(X, y, C=C, sample_weight=s, n_clusters=16, init=init, seed=seed)
+    ref = linear_reference(X, y, s, C)
+    assert res.termination is TerminationCondition.CERTIFIED
+    assert res.solution_status is SolutionStatus.OPTIMAL and res.extra["certified"]
+    assert res.objective == pytest.approx(ref, rel=1e-9)
+    b = res.extra["intercept"]
+    assert primal_objective(X, y, s, C, res.x, b) == pytest.approx(ref, rel=1e-9)
+    assert_monotone(res)
+    assert_label_pure(res.extra["labels"], y)
+    assert_sign_pure(res.extra["labels"], 1 - y * (X @ res.x + b), 1e-9)
+
+
+@pytest.mark.parametrize("C", [0.01, 1.0, 100.0])
+def test_linear_highs_subsolver(C):
+    X, y, s = make_svm(3, n=300, kind="outliers")
+    res = aid_svm(X, y, C=C, n_clusters=10, subsolver="highs")
+    assert res.is_optimal and res.solver == "highs"
+    assert res.objective == pytest.approx(linear_reference(X, y, s, C), rel=1e-9)
+
+
+@pytest.mark.parametrize("seed", [0, 1])
+@pytest.mark.parametrize("kind", ["plain", "duplicates", "weights"])
+def test_kernel_matches_dual(seed, kind):
+    X, y, s = make_svm(seed, n=200, p=2, kind=kind)
+    kern = Kernel("rbf", gamma=0.5)
+    C = 1.0
+    res = aid_svm(X, y, C=C, sample_weight=s, kernel=kern, n_clusters=20, seed=seed)
+    ref = kernel_dual_reference(kern(X, X), y, s, C)
+    assert res.is_optimal
+    assert res.objective == pytest.approx(ref, rel=1e-9)
+    assert_monotone(res)
+    assert_label_pure(res.extra["labels"], y)
+    # the row duals are feasible for the full dual and give the same objective
+    a = res.extra["alpha_rows"]
+    assert np.all(a >= -1e-12) and np.all(a <= C * s + 1e-9) and abs(a @ y) < 1e-7
+    Q = y[:, None] * kern(X, X) * y[None, :]
+    assert a.sum() - 0.5 * a @ Q @ a == pytest.approx(ref, rel=1e-7)
+
+
+def test_linear_kernel_equals_primal():
+    X, y, s = make_svm(4, n=300)
+    a = aid_svm(X, y, C=1.0, n_clusters=12)
+    b = aid_svm(X, y, C=1.0, n_clusters=12, kernel=Kernel("linear"))
+    c = aid_svm(X @ X.T, y, C=1.0, n_clusters=12, kernel=Kernel("precomputed"), init="band")
+    assert a.is_optimal and b.is_optimal and c.is_optimal
+    assert b.objective == pytest.approx(a.objective, rel=1e-9)
+    assert c.objective == pytest.approx(a.objective, rel=1e-9)
+
+
+def test_iteration_cap_and_time_limit():
+    X, y, s = make_svm(5, n=3000, kind="outliers")
+    res = aid_svm(X, y, n_clusters=4, init="quantile", split="sign", max_iter=1)
+    assert res.termination is TerminationCondition.ITERATION_LIMIT
+    assert res.solution_status is SolutionStatus.FEASIBLE and res.extra["certified"] is False
+    ref = linear_reference(X, y, s, 1.0)
+    assert res.bound <= ref * (1 + 1e-9) <= res.objective * (1 + 2e-9)
+    res = aid_svm(X, y, time_limit=1e-9)
+    assert res.termination is TerminationCondition.TIME_LIMIT and not res.is_optimal
+
+
+def test_integer_weights_equal_repeated_rows():
+    rng = np.random.default_rng(6)
+    X, y, _ = make_svm(6, n=60)
+    k = rng.integers(0, 5, size=60)
+    k[0] = 1
+    a = aid_svm(X, y, sample_weight=k.astype(float), n_clusters=6)
+    b = aid_svm(np.repeat(X, k, axis=0), np.repeat(y, k), n_clusters=6)
+    assert a.is_optimal and b.is_optimal
+    assert a.objective == pytest.approx(b.objective, rel=1e-9)
+    assert np.all(a.extra["labels"][k == 0] == -1)
+
+
+def test_best_intercept_is_exact():
+    rng = np.random.default_rng(7)
+    g, yk, W = rng.normal(size=30), np.where(rng.random(30) < 0.5, 1.0, -1.0), rng.random(30)
+    b = best_intercept(g, yk, W)
+    grid = np.linspace(-5, 5, 20001)
+    vals = [W @ np.maximum(0, 1 - yk * (g + t)) for t in grid]
+    assert W @ np.maximum(0, 1 - yk * (g + b)) <= min(vals) + 1e-12
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(X=np.array([[np.nan], [1.0], [2.0], [3.0]])), "X"),
+        (dict(y=np.array([1.0, 0.0, 1.0, -1.0])), "y"),
+        (dict(y=np.ones(4)), "y"),
+        (dict(C=0.0), "C"),
+        (dict(C=-1.0), "C"),
+        (dict(sample_weight=np.array([1.0, -1.0, 1.0, 1.0])), "sample_weight"),
+        (dict(kernel="rbf"), "kernel"),
+        (dict(subsolver="gurobi"), "subsolver"),
+        (dict(init="bogus"), "init"),
+        (dict(init=np.array([0, 0, 1, 1])), "init"),
+        (dict(n_clusters=-3), "n_clusters"),
+        (dict(max_iter=0), "max_iter"),
+        (dict(split="x"), "split"),
+    ],
+)
+def test_bad_input_names_argument(kwargs, name):
+    args = dict(X=np.array([[0.0], [1.0], [2.0], [3.0]]), y=np.array([-1.0, 1.0, -1.0, 1.0]))
+    args.update(kwargs)
+    X, y = args.pop("X"), args.pop("y")
+    with pytest.raises(ValueError, match=name):
+        aid_svm(X, y, **args)
