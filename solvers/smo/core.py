@@ -34,6 +34,10 @@ Gradient ``G = Q alpha + p + h'(alpha)``; ``m_t = -y_t G_t``.
   end the gradient is reconstructed and the stopping test is repeated on all variables (the
   final un-shrink check). ``G_bar = sum_{t at a bound} alpha_t Q_:t`` makes the reconstruction
   cost one column per free variable.
+* Kernel columns: computed in the loop from X (kept transposed, p x n), on the active rows
+  only while shrunk, in an LRU cache of fixed-length slots within ``cache_mb`` (float32 slots,
+  as LIBSVM's, when Q does not fit in float64). A partial column is completed later by
+  computing just its missing rows.
 
 Why numba: each iteration does O(n) work split into a dozen short loops (selection, gradient
 update, a kernel column on a cache miss). In Python or numpy each loop costs a call overhead of
@@ -50,25 +54,25 @@ import math
 import numba
 import numpy as np
 
-from solvers.smo.qmatrix import KIND_MATRIX, QMatrix
+from solvers.smo.qmatrix import KIND_MATRIX, QMatrix, cache_slots
 
 TAU = 1e-12
 """LIBSVM's tau': the curvature used when a_it <= 0."""
 
-STATUS_CONVERGED, STATUS_ITERATION_LIMIT = 0, 1
+STATUS_CONVERGED, STATUS_ITERATION_LIMIT, STATUS_STALLED = 0, 1, 2
 
 
 # ---------------------------------------------------------------- problem-specific terms
 @numba.njit(cache=True, inline="always")
-def _hp(a, c):
-    """h'(a) = log(a / (c - a)) (the entropy term's derivative)."""
-    return math.log(a / (c - a))
+def _hp(a, b):
+    """h'(a) = log(a / (C - a)) with b = C - a kept separately (no cancellation near C)."""
+    return math.log(a) - math.log(b)
 
 
 @numba.njit(cache=True, inline="always")
-def _hpp(a, c):
-    """h''(a) = 1/a + 1/(c - a)."""
-    return 1.0 / a + 1.0 / (c - a)
+def _hpp(a, b):
+    """h''(a) = 1/a + 1/(C - a), b = C - a."""
+    return 1.0 / a + 1.0 / b
 
 
 @numba.njit(cache=True)
@@ -80,31 +84,38 @@ def _step_quadratic(bgap, aq, smax):
 
 
 @numba.njit(cache=True)
-def _step_entropy(ai, aj, ci, cj, yi, yj, bgap, aq, smax):
-    """KLR: root of phi'(s) on [0, smax] by Newton's method inside a bisection bracket."""
+def _step_entropy(ai, aj, bi, bj, yi, yj, bgap, aq, smax):
+    """KLR: root of phi'(s) on [0, smax] by Newton's method inside a bisection bracket.
+
+    ``bi = C_i - alpha_i`` and ``bj`` are carried separately so that h' stays accurate when
+    alpha is within a few ulps of C (alpha itself cannot resolve C - alpha there).
+    """
     if aq < 0.0:
         aq = 0.0
-    hi0 = _hp(ai, ci)
-    hj0 = _hp(aj, cj)
+    hi0 = _hp(ai, bi)
+    hj0 = _hp(aj, bj)
     # phi'(smax) <= 0: the minimiser is the end of the interval
-    d_end = -bgap + smax * aq + yi * (_hp(ai + smax * yi, ci) - hi0) - yj * (_hp(aj - smax * yj, cj) - hj0)
+    d_end = (-bgap + smax * aq + yi * (_hp(ai + smax * yi, bi - smax * yi) - hi0)
+             - yj * (_hp(aj - smax * yj, bj + smax * yj) - hj0))
     if d_end <= 0.0:
         return smax
     lo_s, hi_s = 0.0, smax
-    s = bgap / (aq + _hpp(ai, ci) + _hpp(aj, cj))
+    s = bgap / (aq + _hpp(ai, bi) + _hpp(aj, bj))
     if not (0.0 < s < smax):
         s = 0.5 * smax
     for _ in range(200):
         a_i = ai + s * yi
+        b_i = bi - s * yi
         a_j = aj - s * yj
-        d = -bgap + s * aq + yi * (_hp(a_i, ci) - hi0) - yj * (_hp(a_j, cj) - hj0)
+        b_j = bj + s * yj
+        d = -bgap + s * aq + yi * (_hp(a_i, b_i) - hi0) - yj * (_hp(a_j, b_j) - hj0)
         if d < 0.0:
             lo_s = s
         elif d > 0.0:
             hi_s = s
         else:
             return s
-        s_new = s - d / (aq + _hpp(a_i, ci) + _hpp(a_j, cj))
+        s_new = s - d / (aq + _hpp(a_i, b_i) + _hpp(a_j, b_j))
         if not (lo_s < s_new < hi_s):
             s_new = 0.5 * (lo_s + hi_s)
         if abs(s_new - s) <= 1e-15 * s or hi_s - lo_s <= 1e-15 * hi_s:
@@ -114,23 +125,35 @@ def _step_entropy(ai, aj, ci, cj, yi, yj, bgap, aq, smax):
 
 
 # ---------------------------------------------------------------- kernel columns and cache
-@numba.njit(cache=True)
-def _fill(kind, X, sqn, gamma, coef0, degree, y, i, idx, cnt, out):
-    """out[s] = Q_si = y_s y_i k(x_s, x_i) for s in idx[:cnt]."""
-    p = X.shape[1]
-    xi = X[i]
-    yi = y[i]
+@numba.njit(cache=True, fastmath=True)
+def _fill(kind, XT, sqn, gamma, coef0, degree, y, i, idx, cnt, contiguous, out, buf):
+    """out[s] = Q_si = y_s y_i k(x_s, x_i) for s in idx[:cnt] (s = 0..cnt-1 if ``contiguous``).
+
+    X is held transposed (p x n) so the dot products run along contiguous rows and vectorize
+    (about 2x faster per entry than row-major). Serial on purpose: a ``prange`` version was
+    20x slower on this shared 2-core machine (thread start-up per column, oversubscription).
+    """
+    p = XT.shape[0]
     for k in range(cnt):
-        s = idx[k]
-        xs = X[s]
-        d = 0.0
-        for r in range(p):
-            d += xs[r] * xi[r]
+        buf[k] = 0.0
+    for r in range(p):
+        xr = XT[r, i]
+        row = XT[r]
+        if contiguous:
+            for k in range(cnt):
+                buf[k] += row[k] * xr
+        else:
+            for k in range(cnt):
+                buf[k] += row[idx[k]] * xr
+    yi = y[i]
+    si = sqn[i]
+    for k in range(cnt):
+        s = k if contiguous else idx[k]
+        d = buf[k]
         if kind == 0:
             v = d
         elif kind == 1:
-            e = sqn[s] + sqn[i] - 2.0 * d
-            v = math.exp(-gamma * e) if e > 0.0 else 1.0
+            v = math.exp(-gamma * max(sqn[s] + si - 2.0 * d, 0.0))
         else:
             v = (gamma * d + coef0) ** degree
         out[s] = y[s] * yi * v
@@ -138,17 +161,36 @@ def _fill(kind, X, sqn, gamma, coef0, degree, y, i, idx, cnt, out):
 
 @numba.njit(cache=True)
 def _get_col(i, need_full, kind, X, sqn, gamma, coef0, degree, Qm, y,
-             slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx):
-    """Column Q_:i, valid on the active rows (on all rows if ``need_full``); LRU slot cache."""
+             slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl, buf):
+    """Column Q_:i, valid on the active rows (on all rows if ``need_full``); LRU slot cache.
+
+    ``sgen[s]`` is -1 for a complete column, else the shrinking generation in which slot s was
+    computed on the active rows only. A column from the previous generation lacks at most the
+    rows ``miss[:clock[3]]`` (inactive when the gradient was last reconstructed); only those are
+    computed when it is used again (LIBSVM likewise extends a cached column's length).
+    Within a generation, a partial column lacks at most the rows shrunk so far,
+    ``inl[:clock[4]]``.
+    ``clock`` = [LRU clock, kernel entries computed, generation, len(miss), len(inl)].
+    """
     if kind == 3:
-        return Qm[i]
+        return slots[i]
     n = y.shape[0]
     clock[0] += 1
     s = slot_of[i]
     if s >= 0:
-        if full[s] or not need_full:
+        if sgen[s] >= 0 and sgen[s] < clock[2]:  # previous generation: add the missing rows
+            _fill(kind, X, sqn, gamma, coef0, degree, y, i, miss, clock[3], False, slots[s], buf)
+            clock[1] += clock[3]
+            sgen[s] = -1
+        if sgen[s] < 0 or not need_full:
             tick[s] = clock[0]
             return slots[s]
+        # this generation's partial column, needed in full: add the rows shrunk so far
+        _fill(kind, X, sqn, gamma, coef0, degree, y, i, inl, clock[4], False, slots[s], buf)
+        clock[1] += clock[4]
+        sgen[s] = -1
+        tick[s] = clock[0]
+        return slots[s]
     else:  # evict the least recently used slot
         s = 0
         best = tick[0]
@@ -162,13 +204,36 @@ def _get_col(i, need_full, kind, X, sqn, gamma, coef0, degree, Qm, y,
         col_in[s] = i
         slot_of[i] = s
     if need_full or n_act == n:
-        _fill(kind, X, sqn, gamma, coef0, degree, y, i, all_idx, n, slots[s])
-        full[s] = True
+        _fill(kind, X, sqn, gamma, coef0, degree, y, i, miss, n, True, slots[s], buf)
+        sgen[s] = -1
+        clock[1] += n
     else:
-        _fill(kind, X, sqn, gamma, coef0, degree, y, i, act, n_act, slots[s])
-        full[s] = False
+        _fill(kind, X, sqn, gamma, coef0, degree, y, i, act, n_act, False, slots[s], buf)
+        sgen[s] = clock[2]
+        clock[1] += n_act
     tick[s] = clock[0]
     return slots[s]
+
+
+@numba.njit(cache=True)
+def _q_matrix(kind, XT, sqn, gamma, coef0, degree, y):
+    """The full n x n Q, column by column with the same compiled kernel as the cache."""
+    n = y.shape[0]
+    Q = np.empty((n, n))
+    buf = np.empty(n)
+    idx = np.zeros(1, np.int64)
+    for i in range(n):
+        _fill(kind, XT, sqn, gamma, coef0, degree, y, i, idx, n, True, Q[i], buf)
+    return Q
+
+
+def q_matrix(qmat: QMatrix) -> np.ndarray:
+    """Q in full for a kernel Q matrix (compiled; about 5x faster than the numpy kernel)."""
+    spec = qmat.compiled_spec()
+    if spec.kind == KIND_MATRIX:
+        return spec.Q
+    y = np.ascontiguousarray(qmat.y, dtype=float)  # type: ignore[attr-defined]
+    return _q_matrix(spec.kind, spec.X, spec.sqnorm, spec.gamma, spec.coef0, spec.degree, y)
 
 
 # ---------------------------------------------------------------- index sets
@@ -214,35 +279,40 @@ def _extremes(y, alpha, lo, up, grad, act, n_act):
 # ---------------------------------------------------------------- the solver loop
 @numba.njit(cache=True)
 def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, n_slots,
-              y, lo, up, lin, ent, cent, alpha, grad, gbar, qd,
+              y, lo, up, lin, ent, cent, alpha, beta, grad, gbar, qd,
               tol, max_iter, shrinking, verbose):
-    """Run SMO in place on ``alpha`` / ``grad``; return (iterations, status, n_shrink_events)."""
+    """Run SMO in place on ``alpha`` / ``beta`` (= C - alpha, entropy only) / ``grad``.
+
+    ``Qm`` is the preallocated column cache (n_slots x n, float32 or float64) or, for
+    ``kind == 3``, the full Q; ``n_slots`` is unused (kept for the call layout).
+
+    Returns (iterations, status, gradient reconstructions, kernel entries computed); status 0
+    converged, 1 iteration limit, 2 stalled (the chosen pair could not move in floating point).
+    """
     n = y.shape[0]
-    if kind == 3:
-        slots = np.zeros((1, 1))
-        n_sl = 1
-    else:
-        n_sl = max(n_slots, 2)
-        slots = np.empty((n_sl, n))
+    slots = Qm  # the column cache (float32 or float64), or the whole Q for kind 3
+    n_sl = slots.shape[0]
     slot_of = -np.ones(n, np.int64)
     col_in = -np.ones(n_sl, np.int64)
-    full = np.zeros(n_sl, np.bool_)
+    sgen = -np.ones(n_sl, np.int64)  # -1: complete column; g: active rows of generation g
     tick = np.zeros(n_sl, np.int64)
-    clock = np.zeros(1, np.int64)
-    all_idx = np.arange(n)
+    clock = np.zeros(5, np.int64)  # [LRU clock, kernel entries, generation, len(miss), len(inl)]
+    inl = np.zeros(n, np.int64)  # rows shrunk in this generation
+    miss = np.zeros(n, np.int64)  # rows missing from the previous generation's columns
+    buf = np.empty(n)  # dot products of the column being computed
     act = np.arange(n)
     n_act = n
     is_act = np.ones(n, np.bool_)
     hdd = np.zeros(n)
     if ent:
         for t in range(n):
-            hdd[t] = _hpp(alpha[t], cent[t])
+            hdd[t] = _hpp(alpha[t], beta[t])
 
     # G_bar = sum over variables at a bound of alpha_t Q_:t
     for t in range(n):
         if alpha[t] != 0.0 and (alpha[t] == lo[t] or alpha[t] == up[t]):
             col = _get_col(t, True, kind, X, sqn, gamma, coef0, degree, Qm, y,
-                           slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx)
+                           slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl, buf)
             for s in range(n):
                 gbar[s] += alpha[t] * col[s]
 
@@ -261,8 +331,8 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, n_slots,
                 if not unshrunk and gmax - gmin <= 10.0 * tol:
                     unshrunk = True
                     n_act = _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin,
-                                         ent, cent, alpha, grad, gbar, slots, slot_of, col_in,
-                                         full, tick, clock, act, n_act, is_act, all_idx)
+                                         ent, cent, alpha, beta, grad, gbar, slots, slot_of, col_in,
+                                         sgen, tick, clock, act, n_act, is_act, miss, inl, buf)
                     n_rebuild += 1
                 k2 = 0
                 for k in range(n_act):
@@ -280,6 +350,8 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, n_slots,
                         drop = True
                     if drop:
                         is_act[t] = False
+                        inl[clock[4]] = t
+                        clock[4] += 1
                     else:
                         act[k2] = t
                         k2 += 1
@@ -299,7 +371,7 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, n_slots,
         j = -1
         if i >= 0:
             col_i = _get_col(i, False, kind, X, sqn, gamma, coef0, degree, Qm, y,
-                             slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx)
+                             slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl, buf)
             yi = y[i]
             base = qd[i] + hdd[i]
             best = np.inf
@@ -322,8 +394,8 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, n_slots,
         if gmax - gmin <= tol or j < 0:
             if n_act < n:
                 n_act = _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin,
-                                     ent, cent, alpha, grad, gbar, slots, slot_of, col_in,
-                                     full, tick, clock, act, n_act, is_act, all_idx)
+                                     ent, cent, alpha, beta, grad, gbar, slots, slot_of, col_in,
+                                     sgen, tick, clock, act, n_act, is_act, miss, inl, buf)
                 n_rebuild += 1
                 counter = 1
                 just_rebuilt = True
@@ -339,43 +411,58 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, n_slots,
 
         # ---- two-variable update along d = (+y_i at i, -y_j at j)
         col_i = _get_col(i, False, kind, X, sqn, gamma, coef0, degree, Qm, y,
-                         slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx)
+                         slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl, buf)
         col_j = _get_col(j, False, kind, X, sqn, gamma, coef0, degree, Qm, y,
-                         slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx)
+                         slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl, buf)
         yi = y[i]
         yj = y[j]
         bgap = gmax - (-yj * grad[j])
-        si = up[i] - alpha[i] if yi > 0.0 else alpha[i] - lo[i]
-        sj = alpha[j] - lo[j] if yj > 0.0 else up[j] - alpha[j]
+        if ent:  # room to the upper bound from beta = C - alpha (exact near C)
+            si = beta[i] - (cent[i] - up[i]) if yi > 0.0 else alpha[i] - lo[i]
+            sj = alpha[j] - lo[j] if yj > 0.0 else beta[j] - (cent[j] - up[j])
+        else:
+            si = up[i] - alpha[i] if yi > 0.0 else alpha[i] - lo[i]
+            sj = alpha[j] - lo[j] if yj > 0.0 else up[j] - alpha[j]
         smax = si if si < sj else sj
         aq = qd[i] + qd[j] - 2.0 * yi * yj * col_i[j]
         if ent:
-            s = _step_entropy(alpha[i], alpha[j], cent[i], cent[j], yi, yj, bgap, aq, smax)
+            s = _step_entropy(alpha[i], alpha[j], beta[i], beta[j], yi, yj, bgap, aq, smax)
         else:
             s = _step_quadratic(bgap, aq, smax)
         ai_old = alpha[i]
         aj_old = alpha[j]
+        bi_old = beta[i]
+        bj_old = beta[j]
         ai_new = ai_old + s * yi
         aj_new = aj_old - s * yj
+        bi_new = bi_old - s * yi
+        bj_new = bj_old + s * yj
         if s >= smax:  # snap the variable(s) that define s_max exactly onto the bound
             if si <= sj:
                 ai_new = up[i] if yi > 0.0 else lo[i]
+                bi_new = cent[i] - ai_new if yi < 0.0 else cent[i] - up[i]
             if sj <= si:
                 aj_new = lo[j] if yj > 0.0 else up[j]
+                bj_new = cent[j] - aj_new if yj > 0.0 else cent[j] - up[j]
         ai_new = min(max(ai_new, lo[i]), up[i])
         aj_new = min(max(aj_new, lo[j]), up[j])
         dai = ai_new - ai_old
         daj = aj_new - aj_old
+        if dai == 0.0 and daj == 0.0 and (not ent or (bi_new == bi_old and bj_new == bj_old)):
+            status = 2
+            break
         alpha[i] = ai_new
         alpha[j] = aj_new
         for k in range(n_act):
             t = act[k]
             grad[t] += col_i[t] * dai + col_j[t] * daj
         if ent:
-            grad[i] += _hp(ai_new, cent[i]) - _hp(ai_old, cent[i])
-            grad[j] += _hp(aj_new, cent[j]) - _hp(aj_old, cent[j])
-            hdd[i] = _hpp(ai_new, cent[i])
-            hdd[j] = _hpp(aj_new, cent[j])
+            beta[i] = bi_new
+            beta[j] = bj_new
+            grad[i] += _hp(ai_new, bi_new) - _hp(ai_old, bi_old)
+            grad[j] += _hp(aj_new, bj_new) - _hp(aj_old, bj_old)
+            hdd[i] = _hpp(ai_new, bi_new)
+            hdd[j] = _hpp(aj_new, bj_new)
         # ---- G_bar: contributions of variables entering or leaving a bound
         for r in range(2):
             t = i if r == 0 else j
@@ -385,23 +472,24 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, n_slots,
             c_new = new if (new == lo[t] or new == up[t]) else 0.0
             if c_new != c_old:
                 col = _get_col(t, True, kind, X, sqn, gamma, coef0, degree, Qm, y,
-                               slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx)
+                               slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl,
+                               buf)
                 dc = c_new - c_old
                 for q in range(n):
                     gbar[q] += dc * col[q]
 
     if n_act < n:
         n_act = _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin,
-                             ent, cent, alpha, grad, gbar, slots, slot_of, col_in,
-                             full, tick, clock, act, n_act, is_act, all_idx)
+                             ent, cent, alpha, beta, grad, gbar, slots, slot_of, col_in,
+                             sgen, tick, clock, act, n_act, is_act, miss, inl, buf)
         n_rebuild += 1
-    return it, status, n_rebuild
+    return it, status, n_rebuild, clock[1]
 
 
 @numba.njit(cache=True)
 def _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin, ent, cent,
-                 alpha, grad, gbar, slots, slot_of, col_in, full, tick, clock,
-                 act, n_act, is_act, all_idx):
+                 alpha, beta, grad, gbar, slots, slot_of, col_in, sgen, tick, clock,
+                 act, n_act, is_act, miss, inl, buf):
     """Rebuild the gradient of the shrunk variables; make every variable active again."""
     n = y.shape[0]
     if n_act == n:
@@ -415,15 +503,24 @@ def _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin, ent, ce
     for t in inact:
         grad[t] = gbar[t] + lin[t]
         if ent:
-            grad[t] += _hp(alpha[t], cent[t])
+            grad[t] += _hp(alpha[t], beta[t])
     nr_free = 0
     for k in range(n_act):
         if _is_free(alpha[act[k]], lo[act[k]], up[act[k]]):
             nr_free += 1
     if nr_free * n > 2 * n_act * (n - n_act):
+        scratch = np.empty_like(slots[0])  # not cached: shrunk variables' columns are rarely reused
         for t in inact:  # column t on the active rows = row t of Q
-            col = _get_col(t, False, kind, X, sqn, gamma, coef0, degree, Qm, y,
-                           slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx)
+            if kind == 3:
+                col = slots[t]
+            elif slot_of[t] >= 0:
+                col = _get_col(t, False, kind, X, sqn, gamma, coef0, degree, Qm, y,
+                               slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl,
+                               buf)
+            else:
+                _fill(kind, X, sqn, gamma, coef0, degree, y, t, act, n_act, False, scratch, buf)
+                clock[1] += n_act
+                col = scratch
             acc = 0.0
             for k in range(n_act):
                 a = act[k]
@@ -435,17 +532,23 @@ def _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin, ent, ce
             a = act[k]
             if _is_free(alpha[a], lo[a], up[a]):
                 col = _get_col(a, True, kind, X, sqn, gamma, coef0, degree, Qm, y,
-                               slots, slot_of, col_in, full, tick, clock, act, n_act, all_idx)
+                               slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl,
+                               buf)
                 for t in inact:
                     grad[t] += alpha[a] * col[t]
     for t in range(n):
         act[t] = t
         is_act[t] = True
-    for s in range(col_in.shape[0]):  # columns computed on a shrunk set are now incomplete
-        if col_in[s] >= 0 and not full[s]:
+    for s in range(col_in.shape[0]):  # older partial columns cannot be completed any more
+        if col_in[s] >= 0 and sgen[s] >= 0 and sgen[s] < clock[2]:
             slot_of[col_in[s]] = -1
             col_in[s] = -1
             tick[s] = 0
+    for q in range(inact.shape[0]):  # this generation's partial columns lack these rows
+        miss[q] = inact[q]
+    clock[3] = inact.shape[0]
+    clock[2] += 1
+    clock[4] = 0
     return n
 
 
@@ -468,6 +571,11 @@ class DualSolution:
         f(alpha).
     qa:
         Q alpha (for warm starts and the decision values on the training rows).
+    kernel_evals, reconstructions:
+        Kernel entries computed by the loop's column cache; gradient reconstructions.
+    stalled:
+        The selected pair could not move in floating point before the violation reached
+        ``tol`` (the front ends report NUMERICAL_ERROR).
     """
 
     alpha: np.ndarray
@@ -478,11 +586,39 @@ class DualSolution:
     m_low: float
     objective: float
     qa: np.ndarray
+    stalled: bool = False
+    kernel_evals: int = 0
+    reconstructions: int = 0
 
     @property
     def violation(self) -> float:
         """max_{I_up} m - min_{I_low} m (<= 0 when no pair violates)."""
         return self.m_up - self.m_low
+
+
+def _column_cache(spec, n: int, cache_dtype: str, cache_mb: float) -> np.ndarray:
+    """The n_slots x n array the compiled loop caches columns in (or the full Q)."""
+    if cache_dtype not in ("auto", "float64", "float32"):
+        raise ValueError(
+            f"'cache_dtype' must be 'auto', 'float64' or 'float32'; got {cache_dtype!r}."
+        )
+    if spec.kind == KIND_MATRIX:
+        return spec.Q
+    if cache_dtype == "auto":
+        cache_dtype = "float64" if 8.0 * n * n <= cache_mb * 2**20 else "float32"
+    dtype = np.dtype(cache_dtype)
+    return np.empty((cache_slots(n, cache_mb, dtype.itemsize), n), dtype=dtype)
+
+
+def termination_of(sol: DualSolution):
+    """(TerminationCondition, SolutionStatus) of a :class:`DualSolution`."""
+    from solvers.result import SolutionStatus, TerminationCondition
+
+    if sol.converged:
+        return TerminationCondition.OPTIMAL, SolutionStatus.OPTIMAL
+    if sol.stalled:
+        return TerminationCondition.NUMERICAL_ERROR, SolutionStatus.FEASIBLE
+    return TerminationCondition.ITERATION_LIMIT, SolutionStatus.FEASIBLE
 
 
 def q_times(qmat: QMatrix, v: np.ndarray, block_elems: int = 2**24) -> np.ndarray:
@@ -498,11 +634,14 @@ def q_times(qmat: QMatrix, v: np.ndarray, block_elems: int = 2**24) -> np.ndarra
     return out
 
 
-def entropy_terms(alpha: np.ndarray, cent: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(h(alpha), h'(alpha)) for h_i(a) = C_i G(a / C_i), elementwise."""
-    d = alpha / cent
-    h = cent * (d * np.log(d) + (1.0 - d) * np.log1p(-d))
-    hp = np.log(alpha) - np.log(cent - alpha)
+def entropy_terms(
+    alpha: np.ndarray, cent: np.ndarray, beta: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """(h(alpha), h'(alpha)) for h_i(a) = C_i G(a / C_i), elementwise; beta = C - alpha."""
+    if beta is None:
+        beta = cent - alpha
+    h = alpha * np.log(alpha / cent) + beta * np.log(beta / cent)
+    hp = np.log(alpha) - np.log(beta)
     return h, hp
 
 
@@ -532,6 +671,7 @@ def solve_dual(
     tol: float = 1e-3,
     max_iter: int = 10_000_000,
     shrinking: bool = True,
+    cache_dtype: str = "auto",
     verbose: bool = False,
 ) -> DualSolution:
     """Minimise 1/2 a'Qa + p'a + sum h_i(a_i) s.t. y'a = 0, l <= a <= u by SMO.
@@ -557,6 +697,11 @@ def solve_dual(
         Cap on two-variable updates; reaching it returns ``converged=False``.
     shrinking : bool
         LIBSVM's shrinking heuristic.
+    cache_dtype : {"auto", "float64", "float32"}
+        Storage of cached kernel columns. float32 (LIBSVM's ``Qfloat``) holds twice the columns
+        in the same budget; Q entries are then rounded to ~6e-8 relative, which bounds the
+        attainable accuracy (the objective to ~1e-7 relative). "auto": float64 when the whole
+        of Q fits the budget in float64, else float32.
     verbose : bool
         Print progress every 10^5 iterations.
     """
@@ -569,24 +714,29 @@ def solve_dual(
         raise ValueError("'alpha0' must lie inside the box [lower, upper]; clip it first.")
     ent = entropy_C is not None
     cent = np.ascontiguousarray(entropy_C if ent else np.ones_like(y), dtype=float)
+    beta = cent - alpha  # C - alpha, carried by the entropy step
     qa = q_times(qmat, alpha * 1.0) if qa0 is None else np.array(qa0, dtype=float)
     grad = qa + lin
     if ent:
-        grad += entropy_terms(alpha, cent)[1]
+        grad += entropy_terms(alpha, cent, beta)[1]
     gbar = np.zeros_like(grad)
     spec = qmat.compiled_spec()
     qd = np.ascontiguousarray(qmat.diag(), dtype=float)
-    it, status, _ = _smo_loop(
-        spec.kind, spec.X, spec.sqnorm, spec.gamma, spec.coef0, spec.degree, spec.Q,
-        spec.n_slots, y, lo, up, lin, ent, cent, alpha, grad, gbar, qd,
+    cache = _column_cache(spec, y.size, cache_dtype, getattr(qmat, "cache_mb", 200.0))
+    it, status, n_rebuild, n_kernel = _smo_loop(
+        spec.kind, spec.X, spec.sqnorm, spec.gamma, spec.coef0, spec.degree, cache,
+        spec.n_slots, y, lo, up, lin, ent, cent, alpha, beta, grad, gbar, qd,
         float(tol), int(max_iter), bool(shrinking), bool(verbose),
     )
     m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
-    hval, hp = entropy_terms(alpha, cent) if ent else (np.zeros(1), 0.0)
+    hval, hp = entropy_terms(alpha, cent, beta) if ent else (np.zeros(1), 0.0)
     qa = grad - lin - hp
     objective = float(0.5 * alpha @ qa + lin @ alpha + hval.sum())
-    return DualSolution(alpha, grad, int(it), status == STATUS_CONVERGED, m_up, m_low, objective, qa)
+    converged = status == STATUS_CONVERGED or (status == STATUS_STALLED and m_up - m_low <= tol)
+    return DualSolution(alpha, grad, int(it), converged, m_up, m_low, objective, qa,
+                        stalled=status == STATUS_STALLED, kernel_evals=int(n_kernel),
+                        reconstructions=int(n_rebuild))
 
 
 __all__ = ["DualSolution", "KIND_MATRIX", "TAU", "entropy_terms", "index_set_extremes",
-           "q_times", "solve_dual"]
+           "q_times", "solve_dual", "termination_of"]

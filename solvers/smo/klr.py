@@ -32,10 +32,10 @@ import numpy as np
 
 from solvers.errors import DataError
 from solvers.kernels import Kernel
-from solvers.result import SolutionStatus, SolveResult, TerminationCondition
-from solvers.smo.core import DualSolution, q_times, solve_dual
+from solvers.result import SolveResult
+from solvers.smo.core import DualSolution, q_matrix, solve_dual, termination_of
 from solvers.smo.prediction import kernel_expansion
-from solvers.smo.qmatrix import KernelQMatrix, PrecomputedQMatrix, QMatrix, cache_slots
+from solvers.smo.qmatrix import KernelQMatrix, PrecomputedQMatrix, QMatrix
 from solvers.smo.validation import (
     check_alpha0,
     check_kernel,
@@ -106,16 +106,20 @@ def prepare_klr(
     idx = np.flatnonzero(keep)
     if kernel.name == "precomputed":
         if X.shape[1] != n:
-            raise DataError(f"With kernel='precomputed', 'X' must be the n x n kernel matrix; got {X.shape}.")
+            raise DataError(
+                f"With kernel='precomputed', 'X' must be the n x n kernel matrix; got {X.shape}."
+            )
         qmat: QMatrix = PrecomputedQMatrix(X[np.ix_(idx, idx)], y_pm[idx])
-    elif 8 * idx.size**2 <= cache_mb * 2**20:
-        qmat = PrecomputedQMatrix.from_kernel(X[idx], y_pm[idx], kernel)
+    elif 8 * idx.size**2 <= cache_mb * 2**20:  # Q fits the budget: keep it whole
+        qmat = PrecomputedQMatrix.from_q(q_matrix(KernelQMatrix(X[idx], y_pm[idx], kernel)))
     else:
         qmat = KernelQMatrix(X[idx], y_pm[idx], kernel, cache_mb)
     return KLRProblem(X, y_pm, classes, kernel, keep, Ci, lower, upper, qmat, sparse_tol)
 
 
-def feasible_start(y: np.ndarray, lower: np.ndarray, upper: np.ndarray, C: np.ndarray) -> np.ndarray:
+def feasible_start(
+    y: np.ndarray, lower: np.ndarray, upper: np.ndarray, C: np.ndarray
+) -> np.ndarray:
     """Keerthi's start (formulations.md section 5).
 
     alpha_i = 1/m_1 in class 1 and 1/m_2 in class 2 (both class sums are 1, so y'alpha = 0)
@@ -146,6 +150,7 @@ def solve_klr_problem(
     max_iter: int = 10_000_000,
     alpha0: np.ndarray | None = None,
     qa0: np.ndarray | None = None,
+    cache_dtype: str = "auto",
     verbose: bool = False,
 ) -> SolveResult:
     """Solve one prepared KLR dual at ``lam`` (warm start from ``alpha0``, ``qa0`` = Q alpha0)."""
@@ -159,11 +164,12 @@ def solve_klr_problem(
         qa0 = None
     else:
         start = np.clip(alpha0, prob.lower, prob.upper)
-        if abs(yk @ start) > 1e-9 * max(1.0, np.abs(start).sum()) or not np.array_equal(start, alpha0):
+        unbalanced = abs(yk @ start) > 1e-9 * max(1.0, np.abs(start).sum())
+        if unbalanced or not np.array_equal(start, alpha0):
             start, qa0 = _repair(start, yk, prob), None
     sol = solve_dual(prob.qmat, yk, prob.lower, prob.upper, np.full(yk.size, -lam),
                      entropy_C=prob.C, alpha0=start, qa0=qa0, tol=tol, max_iter=max_iter,
-                     shrinking=shrinking, verbose=verbose)
+                     shrinking=shrinking, cache_dtype=cache_dtype, verbose=verbose)
     return _result(prob, lam, sol, time.perf_counter() - t0)
 
 
@@ -196,8 +202,7 @@ def _result(prob: KLRProblem, lam: float, sol: DualSolution, seconds: float) -> 
     support = prob.keep & (alpha > thr)
     f_train = np.full(n, np.nan)
     f_train[prob.keep] = yk * sol.qa + b
-    term = TerminationCondition.OPTIMAL if sol.converged else TerminationCondition.ITERATION_LIMIT
-    status = SolutionStatus.OPTIMAL if sol.converged else SolutionStatus.FEASIBLE
+    term, status = termination_of(sol)
     extra: dict[str, Any] = {
         "b": b,
         "lam": lam,
@@ -249,6 +254,7 @@ def smo_klr(
     max_iter: int = 10_000_000,
     alpha0: np.ndarray | None = None,
     sparse_tol: float = 1e-3,
+    cache_dtype: str = "auto",
     verbose: bool = False,
 ) -> SolveResult:
     """Train the (S-)KLR dual by second-order SMO with a Newton two-variable step.
@@ -279,6 +285,9 @@ def smo_klr(
         Warm start (clipped into the box and re-balanced if needed).
     sparse_tol : float
         Row i counts as support when alpha_i > gamma_i + sparse_tol * C_i.
+    cache_dtype : {"auto", "float64", "float32"}
+        Storage of cached kernel columns when Q is not kept in full (see
+        :func:`solvers.smo.core.solve_dual`).
 
     Returns
     -------
@@ -291,7 +300,8 @@ def smo_klr(
                        kernel=kernel, cache_mb=cache_mb, sparse_tol=sparse_tol)
     a0 = check_alpha0(alpha0, prob.y.size)
     return solve_klr_problem(prob, lam, tol=tol, shrinking=shrinking, max_iter=max_iter,
-                             alpha0=None if a0 is None else a0[prob.keep], verbose=verbose)
+                             alpha0=None if a0 is None else a0[prob.keep],
+                             cache_dtype=cache_dtype, verbose=verbose)
 
 
 def lam_path(
@@ -302,7 +312,8 @@ def lam_path(
     Q is built once; the warm start reuses alpha and Q alpha, since lambda only changes the
     linear term. ``kwargs`` are those of :func:`smo_klr` (without ``lam`` / ``alpha0``).
     """
-    solve_kw = {k: kwargs.pop(k) for k in ("tol", "shrinking", "max_iter", "verbose") if k in kwargs}
+    solve_kw = {k: kwargs.pop(k) for k in ("tol", "shrinking", "max_iter", "cache_dtype", "verbose")
+                if k in kwargs}
     prob = prepare_klr(X, y, **kwargs)
     out: list[SolveResult] = []
     alpha = qa = None
@@ -413,10 +424,10 @@ def predict(X_train, y, alpha, b, kernel, X_new, support_only=True, threshold=No
 
 def _as_pm(y: Any) -> np.ndarray:
     arr = np.asarray(y)
-    if set(np.unique(arr).tolist()) <= {-1, 1, -1.0, 1.0}:
+    if set(np.unique(arr).tolist()) <= {-1.0, 1.0}:
         return arr.astype(float)
     return check_labels(arr, arr.shape[0])[0]
 
 
 __all__ = ["decision_function", "feasible_start", "lam_max", "lam_path", "predict",
-           "predict_proba", "prepare_klr", "smo_klr", "solve_klr_problem", "cache_slots"]
+           "predict_proba", "prepare_klr", "smo_klr", "solve_klr_problem"]

@@ -36,7 +36,7 @@ class CompiledSpec(NamedTuple):
     """What the compiled core needs to compute Q columns itself."""
 
     kind: int  # KIND_* code
-    X: np.ndarray  # n x p data, C-contiguous float64 (1 x 1 dummy for KIND_MATRIX)
+    X: np.ndarray  # the data transposed, p x n C-contiguous float64 (1 x 1 dummy for KIND_MATRIX)
     sqnorm: np.ndarray  # ||x_i||^2, used by the RBF kernel
     gamma: float
     coef0: float
@@ -63,11 +63,11 @@ class QMatrix(Protocol):
         ...
 
 
-def cache_slots(n: int, cache_mb: float) -> int:
-    """Number of length-n float64 columns that fit in ``cache_mb`` megabytes (>= 2, <= n)."""
+def cache_slots(n: int, cache_mb: float, itemsize: int = 8) -> int:
+    """Number of length-n columns of ``itemsize``-byte floats in ``cache_mb`` MB (>= 2, <= n)."""
     if not (np.isfinite(cache_mb) and cache_mb > 0):
         raise ValueError(f"'cache_mb' must be a positive number of megabytes; got {cache_mb!r}.")
-    slots = int(cache_mb * 2**20 // (8 * max(n, 1)))
+    slots = int(cache_mb * 2**20 // (itemsize * max(n, 1)))
     return int(min(max(slots, 2), max(n, 2)))
 
 
@@ -132,7 +132,7 @@ class KernelQMatrix:
         k = self.kernel
         return CompiledSpec(
             kind=_KIND_OF[k.name],
-            X=self.X,
+            X=np.ascontiguousarray(self.X.T),
             sqnorm=np.einsum("ij,ij->i", self.X, self.X),
             gamma=float(k.gamma),
             coef0=float(k.coef0),
@@ -169,6 +169,14 @@ class PrecomputedQMatrix:
     def from_kernel(cls, X: np.ndarray, y: np.ndarray, kernel: Kernel) -> PrecomputedQMatrix:
         """Form K = kernel(X, X) once and keep Q."""
         return cls(kernel(X, X), y)
+
+    @classmethod
+    def from_q(cls, Q: np.ndarray) -> PrecomputedQMatrix:
+        """Wrap an already formed Q = (y y') * K (C-contiguous float64, not copied)."""
+        obj = cls.__new__(cls)
+        obj.Q = np.ascontiguousarray(Q, dtype=float)
+        obj.n = obj.Q.shape[0]
+        return obj
 
     def column(self, i: int) -> np.ndarray:
         """Q[:, i] (a row of the symmetric matrix, no copy)."""

@@ -18,8 +18,8 @@ from typing import Any
 import numpy as np
 
 from solvers.kernels import Kernel
-from solvers.result import SolutionStatus, SolveResult, TerminationCondition
-from solvers.smo.core import solve_dual
+from solvers.result import SolveResult
+from solvers.smo.core import solve_dual, termination_of
 from solvers.smo.prediction import kernel_expansion
 from solvers.smo.qmatrix import KernelQMatrix, PrecomputedQMatrix, QMatrix
 from solvers.smo.validation import (
@@ -62,6 +62,7 @@ def smo_svm(
     shrinking: bool = True,
     max_iter: int = 10_000_000,
     alpha0: np.ndarray | None = None,
+    cache_dtype: str = "auto",
     verbose: bool = False,
 ) -> SolveResult:
     """Train the weighted SVM dual by second-order SMO.
@@ -90,6 +91,9 @@ def smo_svm(
         Iteration cap; reaching it gives ``TerminationCondition.ITERATION_LIMIT``.
     alpha0 : (n,) array, optional
         Warm start; clipped to the box and made to satisfy y'alpha = 0 first.
+    cache_dtype : {"auto", "float64", "float32"}
+        Storage of cached columns (see :func:`solvers.smo.core.solve_dual`); "auto" uses
+        float32 (as LIBSVM does) only when Q does not fit ``cache_mb`` in float64.
     verbose : bool
         Progress output.
 
@@ -115,7 +119,9 @@ def smo_svm(
     upper_all = C * s * cw
     keep = upper_all > 0
     if np.unique(y_pm[keep]).size < 2:
-        raise ValueError("Only one class is left after removing zero-weight rows ('sample_weight').")
+        raise ValueError(
+            "Only one class is left after removing zero-weight rows ('sample_weight')."
+        )
     idx = np.flatnonzero(keep)
     Xk = X[np.ix_(idx, idx)] if kernel.name == "precomputed" else X[idx]
     yk = y_pm[idx]
@@ -126,7 +132,8 @@ def smo_svm(
     build = time.perf_counter() - t0
 
     sol = solve_dual(qmat, yk, lo, up, -np.ones_like(up), alpha0=start, tol=tol,
-                     max_iter=max_iter, shrinking=shrinking, verbose=verbose)
+                     max_iter=max_iter, shrinking=shrinking, cache_dtype=cache_dtype,
+                     verbose=verbose)
     b = free_average_b(sol.alpha, sol.grad, yk, lo, up, sol.m_up, sol.m_low)
     alpha = np.zeros(n)
     alpha[idx] = sol.alpha
@@ -134,8 +141,7 @@ def smo_svm(
     f_train[idx] = yk * sol.qa + b
     if (~keep).any():
         f_train[~keep] = _decision(X, y_pm, alpha, b, kernel, np.flatnonzero(~keep))
-    term = TerminationCondition.OPTIMAL if sol.converged else TerminationCondition.ITERATION_LIMIT
-    status = SolutionStatus.OPTIMAL if sol.converged else SolutionStatus.FEASIBLE
+    term, status = termination_of(sol)
     extra: dict[str, Any] = {
         "b": b,
         "n_sv": int(np.count_nonzero(alpha)),
@@ -145,6 +151,7 @@ def smo_svm(
         "y": y_pm,
         "upper": upper_all,
         "decision_train": f_train,
+        "kernel_evals": sol.kernel_evals,
     }
     return SolveResult(
         termination=term,

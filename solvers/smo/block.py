@@ -1,0 +1,278 @@
+r"""Block decomposition: working sets of q > 2 variables, each subproblem solved exactly.
+
+The same duals as :mod:`solvers.smo.core`; at each outer step a working set B of q indices
+is chosen and the dual is minimised over alpha_B with alpha_N fixed::
+
+    min_{alpha_B}  1/2 alpha_B' Q_BB alpha_B + c_B' alpha_B + sum_{i in B} h_i(alpha_i)
+    s.t.           y_B' alpha_B = y_B' alpha_B^current,   l_B <= alpha_B <= u_B
+    c_B = (Q alpha)_B - Q_BB alpha_B + p_B = grad_B - h'(alpha_B) - Q_BB alpha_B
+
+* Working set: the q/2 largest m_t = -y_t grad_t in I_up and the q/2 smallest in I_low
+  (balanced top violators; filled from the other side when one side is short). q = 2 gives
+  the maximal violating pair (first-order SMO).
+* SVM subproblem (h = 0): a convex QP solved by HiGHS (highspy) with
+  ``qp_regularization_value = 0`` so the answer is the QP's own optimum.
+* KLR subproblem: CVXPY with the exponential cone (``entr``), Clarabel by default or ECOS.
+* Stop when the violation max_{I_up} m - min_{I_low} m <= tol; ``max_iter`` outer steps
+  -> ITERATION_LIMIT; a step that does not lower f -> NUMERICAL_ERROR (the subproblem
+  solver's accuracy is the floor of the reachable ``tol``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import cvxpy as cp
+import highspy
+import numpy as np
+
+from solvers.highs_backend import new_highs
+from solvers.kernels import Kernel
+from solvers.result import SolutionStatus, SolveResult, TerminationCondition
+from solvers.smo.core import entropy_terms, index_set_extremes
+from solvers.smo.klr import feasible_start, prepare_klr
+from solvers.smo.qmatrix import QMatrix
+from solvers.smo.svm import free_average_b, make_qmatrix
+from solvers.smo.validation import (
+    check_kernel,
+    check_labels,
+    check_matrix,
+    check_max_iter,
+    check_positive,
+    check_sample_weight,
+)
+
+
+def select_block(alpha, grad, y, lo, up, q: int) -> np.ndarray:
+    """Balanced top violators: q/2 from I_up by largest m, q/2 from I_low by smallest m."""
+    m = -y * grad
+    pos = y > 0
+    i_up = np.flatnonzero((pos & (alpha < up)) | (~pos & (alpha > lo)))
+    i_low = np.flatnonzero((~pos & (alpha < up)) | (pos & (alpha > lo)))
+    up_order = i_up[np.argsort(-m[i_up], kind="stable")]
+    low_order = i_low[np.argsort(m[i_low], kind="stable")]
+    chosen: list[int] = []
+    seen: set[int] = set()
+    for a, b in zip(up_order, low_order, strict=False):  # alternate so both sides are represented
+        for t in (a, b):
+            if t not in seen and len(chosen) < q:
+                seen.add(int(t))
+                chosen.append(int(t))
+        if len(chosen) >= q:
+            break
+    for t in np.concatenate([up_order, low_order]):
+        if len(chosen) >= q:
+            break
+        if int(t) not in seen:
+            seen.add(int(t))
+            chosen.append(int(t))
+    return np.array(sorted(chosen), dtype=np.int64)
+
+
+def _qp_highs(Qbb, c, yb, rhs, lo, up) -> np.ndarray:
+    """min 1/2 a'Qbb a + c'a s.t. yb'a = rhs, lo <= a <= up by HiGHS (no QP regularization)."""
+    q = c.size
+    h = new_highs()
+    h.setOptionValue("qp_regularization_value", 0.0)
+    h.addVars(q, lo, up)  # columns with the box bounds
+    h.changeColsCost(q, np.arange(q, dtype=np.int32), c)
+    h.addRow(rhs, rhs, q, np.arange(q, dtype=np.int32), yb)
+    L = np.tril(Qbb)
+    start, index, value = [0], [], []
+    for col in range(q):  # lower triangle, column-wise (HessianFormat.kTriangular)
+        rows = np.arange(col, q)
+        index.extend(rows.tolist())
+        value.extend(L[col:, col].tolist())
+        start.append(len(index))
+    h.passHessian(q, len(index), highspy.HessianFormat.kTriangular,
+                  np.array(start[:-1], dtype=np.int32), np.array(index, dtype=np.int32),
+                  np.array(value))
+    h.run()
+    status = h.getModelStatus()
+    if status != highspy.HighsModelStatus.kOptimal:
+        raise RuntimeError(f"HiGHS QP subproblem ended with {h.modelStatusToString(status)}")
+    return np.clip(np.array(h.getSolution().col_value), lo, up)
+
+
+def _entropy_cvxpy(Qbb, c, yb, rhs, lo, up, Cb, solver: str) -> np.ndarray:
+    """min 1/2 a'Qbb a + c'a + sum C_i G(a_i/C_i) s.t. yb'a = rhs, lo <= a <= up (CVXPY)."""
+    w, V = np.linalg.eigh(0.5 * (Qbb + Qbb.T))
+    keep = w > 1e-12 * max(w.max(), 1e-300)
+    F = V[:, keep] * np.sqrt(w[keep])
+    a = cp.Variable(c.size)
+    d = cp.multiply(a, 1.0 / Cb)
+    entropy = cp.sum(cp.multiply(Cb, cp.entr(d) + cp.entr(1 - d)))
+    obj = 0.5 * cp.sum_squares(F.T @ a) + c @ a - entropy
+    prob = cp.Problem(cp.Minimize(obj), [yb @ a == rhs, a >= lo, a <= up])
+    if solver == "CLARABEL":
+        prob.solve(solver=solver, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10,
+                   tol_ktratio=1e-10)
+    else:
+        prob.solve(solver=solver, abstol=1e-10, reltol=1e-10, feastol=1e-10)
+    if a.value is None or prob.status not in ("optimal", "optimal_inaccurate"):
+        raise RuntimeError(f"{solver} subproblem ended with status {prob.status}")
+    return np.clip(a.value, lo, up)
+
+
+def _block_loop(qmat: QMatrix, y, lo, up, lin, cent, alpha, q, tol, max_iter, solver, verbose):
+    """Outer loop shared by the SVM and KLR front ends; returns (alpha, grad, it, status)."""
+    ent = cent is not None
+    qa = np.zeros_like(alpha) if not alpha.any() else _q_times(qmat, alpha)
+    hp = entropy_terms(alpha, cent)[1] if ent else 0.0
+    grad = qa + lin + hp
+    it, status, f_old, stalls = 0, "optimal", np.inf, 0
+    while True:
+        m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
+        if m_up - m_low <= tol:
+            break
+        if it >= max_iter:
+            status = "iteration_limit"
+            break
+        B = select_block(alpha, grad, y, lo, up, q)
+        QB = qmat.columns(B)  # n x |B|
+        Qbb = QB[B]
+        aB = alpha[B]
+        hB = entropy_terms(aB, cent[B])[1] if ent else 0.0
+        c = grad[B] - hB - Qbb @ aB
+        rhs = float(y[B] @ aB)
+        if ent:
+            newB = _entropy_cvxpy(Qbb, c, y[B], rhs, lo[B], up[B], cent[B], solver)
+        else:
+            newB = _qp_highs(Qbb, c, y[B], rhs, lo[B], up[B])
+        newB += y[B] * (rhs - y[B] @ newB) / B.size  # restore y'alpha exactly (tiny shift)
+        newB = np.clip(newB, lo[B], up[B])
+        d = newB - aB
+        alpha[B] = newB
+        grad += QB @ d
+        if ent:
+            grad[B] += entropy_terms(newB, cent[B])[1] - hB
+        it += 1
+        f_new = _objective(alpha, grad, lin, cent)
+        if verbose:
+            print(f"block: step {it} violation {m_up - m_low:.3e} f {f_new:.10g}")
+        stalls = stalls + 1 if f_new > f_old - 1e-14 * max(1.0, abs(f_old)) else 0
+        if stalls >= 5:  # five steps without decrease: the subproblem accuracy is the floor
+            status = "numerical_error"
+            break
+        f_old = min(f_old, f_new)
+    return alpha, grad, it, status
+
+
+def _q_times(qmat: QMatrix, v: np.ndarray) -> np.ndarray:
+    from solvers.smo.core import q_times
+
+    return q_times(qmat, v)
+
+
+def _objective(alpha, grad, lin, cent) -> float:
+    if cent is None:
+        return float(0.5 * alpha @ (grad - lin) + lin @ alpha)
+    h, hp = entropy_terms(alpha, cent)
+    return float(0.5 * alpha @ (grad - lin - hp) + lin @ alpha + h.sum())
+
+
+_TERM = {
+    "optimal": (TerminationCondition.OPTIMAL, SolutionStatus.OPTIMAL),
+    "iteration_limit": (TerminationCondition.ITERATION_LIMIT, SolutionStatus.FEASIBLE),
+    "numerical_error": (TerminationCondition.NUMERICAL_ERROR, SolutionStatus.FEASIBLE),
+}
+
+
+def _check_q(q: Any) -> int:
+    if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 2:
+        raise ValueError(f"'q' (working-set size) must be an integer >= 2; got {q!r}.")
+    return int(q)
+
+
+def block_svm(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    C: float = 1.0,
+    sample_weight: np.ndarray | None = None,
+    kernel: Kernel | str = "rbf",
+    q: int = 10,
+    tol: float = 1e-3,
+    cache_mb: float = 200.0,
+    max_iter: int = 100_000,
+    verbose: bool = False,
+) -> SolveResult:
+    """Weighted SVM dual by block decomposition with HiGHS QP subproblems of size ``q``.
+
+    Same problem and result layout as :func:`solvers.smo.svm.smo_svm`
+    (``extra``: ``b``, ``n_sv``, ``max_violation``, ``dual_objective``).
+    """
+    t0 = time.perf_counter()
+    kernel = check_kernel(kernel)
+    X = check_matrix(X, "X")
+    y_pm, classes = check_labels(y, X.shape[0])
+    C = check_positive(C, "C")
+    tol = check_positive(tol, "tol")
+    q = _check_q(q)
+    max_iter = check_max_iter(max_iter)
+    up = C * check_sample_weight(sample_weight, X.shape[0])
+    lo = np.zeros_like(up)
+    qmat = make_qmatrix(X, y_pm, kernel, cache_mb)
+    alpha, grad, it, status = _block_loop(qmat, y_pm, lo, up, -np.ones_like(up), None,
+                                          np.zeros_like(up), q, tol, max_iter, None, verbose)
+    m_up, m_low = index_set_extremes(alpha, grad, y_pm, lo, up)
+    term, sol_status = _TERM[status]
+    obj = _objective(alpha, grad, -np.ones_like(up), None)
+    return SolveResult(
+        termination=term, solution_status=sol_status, objective=obj, x=alpha, iterations=it,
+        solve_time=time.perf_counter() - t0, solver="highs", strategy=f"block(q={q})",
+        raw_status=status,
+        extra={"b": free_average_b(alpha, grad, y_pm, lo, up, m_up, m_low),
+               "n_sv": int(np.count_nonzero(alpha)), "max_violation": m_up - m_low,
+               "dual_objective": obj, "classes": classes, "y": y_pm},
+    )
+
+
+def block_klr(
+    X: np.ndarray,
+    y: np.ndarray,
+    *,
+    C: float = 1.0,
+    lam: float = 0.0,
+    bound_tol: float | None = None,
+    sample_weight: np.ndarray | None = None,
+    kernel: Kernel | str = "rbf",
+    q: int = 10,
+    tol: float = 1e-6,
+    solver: str = "CLARABEL",
+    cache_mb: float = 200.0,
+    max_iter: int = 100_000,
+    verbose: bool = False,
+) -> SolveResult:
+    """(S-)KLR dual by block decomposition with CVXPY (``solver`` CLARABEL or ECOS) subproblems.
+
+    Same problem and result layout as :func:`solvers.smo.klr.smo_klr` (``extra``: ``b``,
+    ``max_violation``).
+    """
+    t0 = time.perf_counter()
+    if solver not in ("CLARABEL", "ECOS"):
+        raise ValueError(f"'solver' must be 'CLARABEL' or 'ECOS'; got {solver!r}.")
+    q = _check_q(q)
+    tol = check_positive(tol, "tol")
+    max_iter = check_max_iter(max_iter)
+    lam = float(lam)
+    prob = prepare_klr(X, y, C=C, bound_tol=bound_tol, sample_weight=sample_weight,
+                       kernel=kernel, cache_mb=cache_mb)
+    yk = prob.yk
+    a0 = feasible_start(yk, prob.lower, prob.upper, prob.C)
+    lin = np.full(yk.size, -lam)
+    alpha, grad, it, status = _block_loop(prob.qmat, yk, prob.lower, prob.upper, lin, prob.C,
+                                          a0, q, tol, max_iter, solver, verbose)
+    m_up, m_low = index_set_extremes(alpha, grad, yk, prob.lower, prob.upper)
+    term, sol_status = _TERM[status]
+    full = np.zeros(prob.y.size)
+    full[prob.keep] = alpha
+    return SolveResult(
+        termination=term, solution_status=sol_status,
+        objective=_objective(alpha, grad, lin, prob.C), x=full, iterations=it,
+        solve_time=time.perf_counter() - t0, solver=solver.lower(), strategy=f"block(q={q})",
+        raw_status=status,
+        extra={"b": 0.5 * (m_up + m_low), "max_violation": m_up - m_low, "lam": lam,
+               "classes": prob.classes, "y": prob.y},
+    )
