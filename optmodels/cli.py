@@ -66,7 +66,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE,...",
         help="generate the instance (e.g. n=10000,p=10,seed=0)",
     )
-    c.add_argument("--strategies", default=None, help="comma-separated (default: all registered)")
+    c.add_argument(
+        "--strategies",
+        default=None,
+        help="comma-separated (default: full and the problem's main strategies)",
+    )
     c.add_argument("--json", action="store_true", help="print a JSON list, one object per strategy")
     c.add_argument("--plot", default=None, metavar="FILE.png", help="write convergence plots")
     c.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
@@ -161,7 +165,7 @@ def _save_npy(path: str, x: np.ndarray) -> None:
 
 def _compare(args: argparse.Namespace) -> int:
     from optmodels.compare import compare
-    from optmodels.problems import default_instance
+    from optmodels.problems import DEFAULT_STRATEGIES, default_instance
 
     model_params, options = _split_params(args.problem, args.param)
     if args.data:
@@ -172,7 +176,7 @@ def _compare(args: argparse.Namespace) -> int:
         problem = default_instance(
             args.problem, {k: _literal(v) for k, v in gen.items()}, model_params
         )
-    names = args.strategies.split(",") if args.strategies else problem.strategies()
+    names = args.strategies.split(",") if args.strategies else DEFAULT_STRATEGIES[args.problem]
     table = compare(
         problem, names, options={s: dict(options) for s in names}, progress=not args.quiet
     )

@@ -89,12 +89,12 @@ class KLR(Problem):
         v = alpha * self.y
         d = np.clip(alpha / self.Ci, 0.0, 1.0)
         G = xlogy(d, d) + xlogy(1 - d, 1 - d)
-        return float(0.5 * v @ (self.gram() @ v) + self.Ci @ G - self.lam * alpha.sum())
+        return float(0.5 * v @ self.kernel_matvec(v) + self.Ci @ G - self.lam * alpha.sum())
 
     def gradient(self, alpha: np.ndarray) -> np.ndarray:
         """grad f_i = y_i (K (alpha * y))_i + log(d_i / (1 - d_i)) - lam,  d = alpha / C_i."""
         d = np.clip(alpha / self.Ci, 1e-300, 1 - 1e-16)
-        return self.y * (self.gram() @ (alpha * self.y)) + np.log(d) - np.log1p(-d) - self.lam
+        return self.y * self.kernel_matvec(alpha * self.y) + np.log(d) - np.log1p(-d) - self.lam
 
     def kkt(self, alpha: np.ndarray, tol: float = 1e-12) -> tuple[float, float]:
         """(max violation max_{I_up} m - min_{I_low} m, intercept b) with m = -y * grad f."""

@@ -4,7 +4,7 @@ Strategies record ``extra["history"]`` as a list of per-iteration dicts. The qua
 when present, are (key: panel title, axis label):
 
 - ``gap``: relative optimality gap (AID: (E_best - F) / E_best);
-- ``F`` and ``E_best``: AID's lower and upper bounds;
+- ``F`` and ``E_best``: AID's lower and upper bounds, in one panel with the reference optimum;
 - ``rel_error``: ||x_t - x*|| / ||x*|| of the sketched ridge solvers;
 - ``grad_norm``: gradient norm;
 - ``violation``: SMO's maximal KKT violation;
@@ -20,9 +20,9 @@ from typing import Any
 import numpy as np
 
 PANELS: list[tuple[str, str, str]] = [
-    ("gap", "Relative optimality gap", "gap (relative)"),
-    ("F", "AID lower bound F (aggregated optimum)", "objective"),
-    ("E_best", "AID upper bound E_best (full objective)", "objective"),
+    ("gap", "Relative optimality gap (0 = certified, drawn at 1e-16)", "gap (relative)"),
+    ("F", "Bounds: F (lower, aggregated optimum) and E_best (upper, full objective)", "objective"),
+    ("E_best", "", ""),
     ("rel_error", "Relative error to the exact solution", "||x_t - x*|| / ||x*||"),
     ("grad_norm", "Gradient norm", "||grad f(x_t)||"),
     ("violation", "Maximal KKT violation", "max_{I_up} m - min_{I_low} m"),
@@ -57,6 +57,7 @@ def plot_comparison(comparison: Any, path: str) -> str:
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
 
     data = series(comparison)
     if not data:
@@ -64,22 +65,30 @@ def plot_comparison(comparison: Any, path: str) -> str:
             "No strategy in this comparison recorded a per-iteration history; "
             "add an iterative strategy (e.g. aid, smo, pcg) to plot convergence."
         )
-    keys = [k for k, _, _ in PANELS if k in data]
-    fig, axes = plt.subplots(len(keys), 1, figsize=(7, 3.2 * len(keys)), squeeze=False)
-    for ax, key in zip(axes[:, 0], keys, strict=False):
+    keys = [k for k, _, _ in PANELS if k in data and k != "E_best"]
+    fig, axes = plt.subplots(len(keys), 1, figsize=(7.5, 3.3 * len(keys)), squeeze=False)
+    for ax, key in zip(axes[:, 0], keys, strict=True):
         title, ylabel = next((t, y) for k, t, y in PANELS if k == key)
+        lines = {f"{name}: F" if key == "F" else name: pts for name, pts in data[key].items()}
+        if key == "F":
+            lines.update({f"{name}: E_best": pts for name, pts in data.get("E_best", {}).items()})
+            ref = comparison.results[comparison.reference].objective
+            ax.axhline(ref, color="k", ls=":", label=f"{comparison.reference} optimum")
+        floor = 1e-16 if key == "gap" else None
         values = []
-        for name, (it, val) in data[key].items():
-            ax.plot(it, val, marker="o", markersize=3, label=name)
+        for label, (it, val) in lines.items():
+            val = np.maximum(val, floor) if floor else val
+            ax.plot(it, val, marker="o", markersize=3, label=label)
             values.append(val)
         allv = np.concatenate(values)
         if (allv > 0).all() and allv.max() / allv.min() > 100:
             ax.set_yscale("log")
-        ax.set_title(f"{comparison.problem}: {title}")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_title(f"{comparison.problem}: {title}", fontsize=10)
         ax.set_xlabel("iteration")
         ax.set_ylabel(ylabel)
         ax.grid(True, alpha=0.3)
-        ax.legend()
+        ax.legend(fontsize=8)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

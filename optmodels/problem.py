@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
+import numpy as np
+
 from optmodels.validation import Param, validate_params
 from solvers.result import SolveResult
 
@@ -26,12 +28,25 @@ class Problem:
             setattr(self, key, value)
 
     @property
+    def X(self) -> np.ndarray:
+        """The validated data matrix (read-only by convention)."""
+        return self._X
+
+    @property
     def n(self) -> int:
         return int(self._X.shape[0])
 
     @property
     def p(self) -> int:
         return int(self._X.shape[1])
+
+    def kernel_matvec(self, v: np.ndarray, block_rows: int = 2048) -> np.ndarray:
+        """K v in row blocks of ``block_rows``: never forms the n x n kernel matrix."""
+        out = np.empty(self.n)
+        for start in range(0, self.n, block_rows):
+            stop = min(start + block_rows, self.n)
+            out[start:stop] = self.kernel_(self._X[start:stop], self._X) @ v
+        return out
 
     def solve(self, strategy: str = "full", **options: Any) -> SolveResult:
         """Solve with a strategy (``"full"`` = monolithic; see ``strategies()`` for the rest)."""

@@ -23,6 +23,15 @@ DEFAULTS: dict[str, dict[str, Any]] = {
 }
 
 
+# What `optmodels compare PROBLEM` runs when --strategies is not given.
+DEFAULT_STRATEGIES: dict[str, list[str]] = {
+    "lad": ["full", "aid"],
+    "svm": ["full", "aid", "smo"],
+    "klr": ["full", "smo"],
+    "ridge": ["full", "fdrr", "rfdrr", "rfd", "pcg-rfd", "ihs-gaussian"],
+}
+
+
 def make_problem(
     name: str, X: Any, y: Any, sample_weight: Any = None, params: dict[str, Any] | None = None
 ) -> Problem:

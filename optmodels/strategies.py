@@ -53,15 +53,19 @@ def run_strategy(problem: Any, strategy: str, **options: Any) -> SolveResult:
     return result
 
 
-def check_options(fn: Callable[..., Any], options: dict[str, Any], owner: str) -> None:
-    """Refuse option names that ``fn`` does not take, listing the ones it does."""
+def check_options(
+    fn: Callable[..., Any], options: dict[str, Any], owner: str, fixed: set[str] = frozenset()
+) -> None:
+    """Refuse option names that ``fn`` does not take (or that the problem fixes), listing the
+    ones a user may set."""
     params = inspect.signature(fn).parameters
     if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
         return
     valid = [
         n
         for n, p in params.items()
-        if p.kind is inspect.Parameter.KEYWORD_ONLY or (p.default is not inspect.Parameter.empty)
+        if n not in fixed
+        and (p.kind is inspect.Parameter.KEYWORD_ONLY or p.default is not inspect.Parameter.empty)
     ]
     unknown = sorted(set(options) - set(valid))
     if unknown:

@@ -101,10 +101,6 @@ class SVM(Problem):
         if not (self.box[self.y > 0] > 0).any() or not (self.box[self.y < 0] > 0).any():
             raise DataError("Only one class has positive weight; a binary SVM needs both classes.")
 
-    @property
-    def X(self) -> np.ndarray:
-        return self._X
-
     def gram(self, rows: np.ndarray | None = None) -> np.ndarray:
         """K[rows, :] (all rows by default)."""
         Xr = self._X if rows is None else self._X[rows]
@@ -119,12 +115,12 @@ class SVM(Problem):
     def dual_objective(self, alpha: np.ndarray) -> float:
         """D(alpha) = 1'alpha - 1/2 alpha'Q alpha (to be maximised; the QP minimises -D)."""
         v = alpha * self.y
-        return float(alpha.sum() - 0.5 * v @ (self.gram() @ v))
+        return float(alpha.sum() - 0.5 * v @ self.kernel_matvec(v))
 
     def kernel_primal_objective(self, alpha: np.ndarray, b: float) -> float:
         """P at w = sum alpha_i y_i phi(x_i): 1/2 alpha'Q alpha + sum C_i max(0, 1 - y_i f(x_i))."""
         v = alpha * self.y
-        Kv = self.gram() @ v
+        Kv = self.kernel_matvec(v)
         return float(0.5 * v @ Kv + self.box @ np.maximum(0.0, 1.0 - self.y * (Kv + b)))
 
     def intercept_from_alpha(self, alpha: np.ndarray, Kv: np.ndarray | None = None) -> float:
@@ -137,7 +133,7 @@ class SVM(Problem):
         with LIBSVM's average over free alphas at an exact optimum and stays sound at
         interior-point accuracy, where "free" is ill-defined.
         """
-        g = self.gram() @ (alpha * self.y) if Kv is None else Kv
+        g = self.kernel_matvec(alpha * self.y) if Kv is None else Kv
         bp = self.y - g
         order = np.argsort(bp, kind="stable")
         pos = np.where(self.y[order] > 0, self.box[order], 0.0)

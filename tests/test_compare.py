@@ -1,0 +1,100 @@
+"""The comparison's numbers and plots (issue 6 checks)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from instances import make_lad
+from optmodels import LAD, Ridge, compare
+from optmodels.compare import relative_difference, solution_distance
+from optmodels.plots import series
+
+
+def test_relative_difference_and_distance_known_values():
+    assert relative_difference(105.0, 100.0) == pytest.approx(0.05)
+    assert relative_difference(0.5, 0.25) == pytest.approx(0.25)  # max(1, |ref|) below 1
+    assert relative_difference(float("nan"), 1.0) is None
+    assert solution_distance(np.array([3.0, 4.0]), np.array([0.0, 0.0])) == pytest.approx(5.0)
+    assert solution_distance(np.array([1.0, 1.0]), np.array([2.0, 0.0])) == pytest.approx(
+        np.sqrt(2) / 2
+    )
+    assert solution_distance(np.ones(2), np.ones(3)) is None
+
+
+def test_ridge_comparison_numbers_match_a_direct_computation():
+    rng = np.random.default_rng(0)
+    A, b = rng.normal(size=(400, 30)), rng.normal(size=400)
+    p = Ridge(A, b, alpha=5.0)
+    table = compare(p, ["full", "fdrr"], options={"fdrr": {"m": 8}}, progress=False)
+    x_star = p.closed_form()
+    x_hat = table.results["fdrr"].x
+    rec = {r["strategy"]: r for r in table.records}
+    assert rec["full"]["ref_gap"] == 0.0 and rec["full"]["distance"] == 0.0
+    assert rec["fdrr"]["distance"] == pytest.approx(
+        np.linalg.norm(x_hat - x_star) / max(1.0, np.linalg.norm(x_star)), rel=1e-12
+    )
+    f_star, f_hat = p.objective(x_star), p.objective(x_hat)
+    assert rec["fdrr"]["ref_gap"] == pytest.approx((f_hat - f_star) / abs(f_star), rel=1e-9)
+    assert rec["fdrr"]["ref_gap"] > 0  # a sketched one-shot solution is not optimal here
+    assert rec["fdrr"]["speedup"] == pytest.approx(
+        table.results["full"].time / table.results["fdrr"].time
+    )
+    frame = table.to_frame()
+    assert list(frame.index) == ["full", "fdrr"]
+
+
+def test_lad_aid_row_is_certified_and_equal():
+    X, y, _, _ = make_lad(n=3000, p=4, seed=5)
+    table = compare(LAD(X, y), ["full", "aid"], progress=False)
+    aid = table.records[1]
+    assert aid["certified"] and aid["termination"] == "certified"
+    assert abs(aid["ref_gap"]) <= 1e-9 and aid["n_clusters_final"] >= 1
+
+
+def test_progress_lines_can_be_silenced(capsys):
+    X, y, _, _ = make_lad(n=200, p=2, seed=0)
+    compare(LAD(X, y), ["full"], progress=True)
+    assert "[1/1] lad: full" in capsys.readouterr().err
+    compare(LAD(X, y), ["full"], progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_plot_file_and_series(tmp_path):
+    rng = np.random.default_rng(1)
+    A, b = rng.normal(size=(300, 20)), rng.normal(size=300)
+    strategies = ["full", "rfd", "pcg-rfd", "fdrr"]
+    table = compare(
+        Ridge(A, b, alpha=10.0),
+        strategies,
+        options={s: {"m": 8} for s in strategies[1:]},
+        progress=False,
+    )
+    data = series(table)
+    # iterative strategies record a history per iteration, a one-shot solve a single point,
+    # the full solve none
+    assert set(data["rel_error"]) == {"rfd", "pcg-rfd", "fdrr"}
+    assert len(data["rel_error"]["fdrr"][0]) == 1
+    assert all(len(data["rel_error"][s][0]) > 1 for s in ("rfd", "pcg-rfd"))
+    path = table.plot(str(tmp_path / "conv.png"))
+    png = (tmp_path / "conv.png").read_bytes()
+    assert path.endswith("conv.png") and png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 10_000
+
+
+def test_plot_without_histories_says_what_to_do(tmp_path):
+    X, y, _, _ = make_lad(n=100, p=2, seed=0)
+    table = compare(LAD(X, y), ["full"], progress=False)
+    with pytest.raises(ValueError, match="add an iterative strategy"):
+        table.plot(str(tmp_path / "x.png"))
+    assert not list(tmp_path.iterdir())
+
+
+def test_cli_plot(tmp_path):
+    from optmodels.cli import main
+
+    out = tmp_path / "aid.png"
+    assert (
+        main(["compare", "lad", "--generate", "n=2000,p=3,seed=0", "--plot", str(out), "--quiet"])
+        == 0
+    )
+    assert out.stat().st_size > 10_000
