@@ -65,7 +65,9 @@ def check_positive(value: object, name: str, *, allow_zero: bool = False) -> flo
     ok = np.isfinite(v) and (v >= 0 if allow_zero else v > 0)
     if not ok:
         rng = "[0, inf)" if allow_zero else "(0, inf)"
-        raise DataError(f"The '{name}' parameter must be a float in the range {rng}; got {value!r}.")
+        raise DataError(
+            f"The '{name}' parameter must be a float in the range {rng}; got {value!r}."
+        )
     return v
 
 

@@ -7,10 +7,15 @@ FD sketches are mergeable: ``merge(FD(A1), FD(A2))`` satisfies the FD bound for 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from solvers.errors import DataError
 from solvers.sketch.fd import FrequentDirections
+
+if TYPE_CHECKING:
+    import dask.array
 
 
 def _sketch_chunk(block: np.ndarray, m: int, robust: bool) -> FrequentDirections:
@@ -21,8 +26,8 @@ def _merge(a: FrequentDirections, b: FrequentDirections) -> FrequentDirections:
     return a.merge(b)
 
 
-def fd_sketch_dask(x, m: int, *, robust: bool = False, scheduler: str | None = None
-                   ) -> FrequentDirections:
+def fd_sketch_dask(x: dask.array.Array, m: int, *, robust: bool = False,
+                   scheduler: str | None = None) -> FrequentDirections:
     """(R)FD sketch of the rows of a 2-D dask array, chunk by chunk, merged pairwise.
 
     Parameters
