@@ -25,7 +25,7 @@ PANELS: list[tuple[str, str, str]] = [
     ("E_best", "", ""),
     ("rel_error", "Relative error to the exact solution", "||x_t - x*|| / ||x*||"),
     ("grad_norm", "Gradient norm", "||grad f(x_t)||"),
-    ("violation", "Maximal KKT violation", "max_{I_up} m - min_{I_low} m"),
+    ("violation", "Maximal KKT violation", "max m over I_up - min m over I_low"),
     ("objective", "Objective", "objective"),
 ]
 

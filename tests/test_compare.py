@@ -98,3 +98,16 @@ def test_cli_plot(tmp_path):
         == 0
     )
     assert out.stat().st_size > 10_000
+
+
+def test_smo_violation_history_is_plotted(tmp_path):
+    from instances import make_classification
+    from optmodels import SVM
+
+    X, y = make_classification(n=300, p=2, separation=2.0, seed=0)
+    table = compare(SVM(X, y, kernel="rbf", gamma=0.5), ["full", "smo"],
+                    options={"smo": {"tol": 1e-6}}, progress=False)
+    its, viol = series(table)["violation"]["smo"]
+    assert np.all(np.diff(its) > 0) and its[-1] == table.results["smo"].iterations
+    assert viol[-1] <= 1e-6 < viol[0]
+    assert table.plot(str(tmp_path / "smo.png"))

@@ -280,8 +280,11 @@ def _extremes(y, alpha, lo, up, grad, act, n_act):
 @numba.njit(cache=True)
 def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, n_slots,
               y, lo, up, lin, ent, cent, alpha, beta, grad, gbar, qd,
-              tol, max_iter, shrinking, verbose):
+              tol, max_iter, shrinking, verbose, trace_it, trace_v):
     """Run SMO in place on ``alpha`` / ``beta`` (= C - alpha, entropy only) / ``grad``.
+
+    ``trace_it`` / ``trace_v`` receive (iteration, violation on the active set) at iterations
+    1, 2, 3, ... spaced by a factor 1.25, until they are full; unused slots keep iteration -1.
 
     ``Qm`` is the preallocated column cache (n_slots x n, float32 or float64) or, for
     ``kind == 3``, the full Q; ``n_slots`` is unused (kept for the call layout).
@@ -318,6 +321,8 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, n_slots,
 
     it = 0
     status = 0
+    n_trace = 0
+    next_trace = 1
     unshrunk = False
     counter = min(n, 1000) + 1
     n_rebuild = 0
@@ -406,6 +411,11 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, n_slots,
             status = 1
             break
         it += 1
+        if it >= next_trace and n_trace < trace_it.shape[0]:
+            trace_it[n_trace] = it
+            trace_v[n_trace] = gmax - gmin
+            n_trace += 1
+            next_trace = max(next_trace + 1, int(next_trace * 1.25))
         if verbose and it % 100000 == 0:
             print("smo: iteration", it, "violation", gmax - gmin, "active", n_act)
 
@@ -553,6 +563,10 @@ def _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin, ent, ce
 
 
 # ---------------------------------------------------------------- Python entry point
+TRACE_LENGTH = 128
+"""Slots of the violation trace: 1.25-spaced checkpoints cover ~10^12 iterations."""
+
+
 @dataclasses.dataclass
 class DualSolution:
     """What :func:`solve_dual` returns.
@@ -589,6 +603,9 @@ class DualSolution:
     stalled: bool = False
     kernel_evals: int = 0
     reconstructions: int = 0
+    history: list[dict] = dataclasses.field(default_factory=list)
+    """(iteration, violation on the active set) at geometrically spaced iterations, then the
+    final violation over all variables."""
 
     @property
     def violation(self) -> float:
@@ -723,19 +740,24 @@ def solve_dual(
     spec = qmat.compiled_spec()
     qd = np.ascontiguousarray(qmat.diag(), dtype=float)
     cache = _column_cache(spec, y.size, cache_dtype, getattr(qmat, "cache_mb", 200.0))
+    trace_it = np.full(TRACE_LENGTH, -1, dtype=np.int64)
+    trace_v = np.zeros(TRACE_LENGTH)
     it, status, n_rebuild, n_kernel = _smo_loop(
         spec.kind, spec.X, spec.sqnorm, spec.gamma, spec.coef0, spec.degree, cache,
         spec.n_slots, y, lo, up, lin, ent, cent, alpha, beta, grad, gbar, qd,
-        float(tol), int(max_iter), bool(shrinking), bool(verbose),
+        float(tol), int(max_iter), bool(shrinking), bool(verbose), trace_it, trace_v,
     )
     m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
     hval, hp = entropy_terms(alpha, cent, beta) if ent else (np.zeros(1), 0.0)
     qa = grad - lin - hp
     objective = float(0.5 * alpha @ qa + lin @ alpha + hval.sum())
     converged = status == STATUS_CONVERGED or (status == STATUS_STALLED and m_up - m_low <= tol)
+    history = [{"iteration": int(i), "violation": float(v)}
+               for i, v in zip(trace_it, trace_v, strict=True) if i >= 0]
+    history.append({"iteration": int(it), "violation": float(max(m_up - m_low, 0.0))})
     return DualSolution(alpha, grad, int(it), converged, m_up, m_low, objective, qa,
                         stalled=status == STATUS_STALLED, kernel_evals=int(n_kernel),
-                        reconstructions=int(n_rebuild))
+                        reconstructions=int(n_rebuild), history=history)
 
 
 __all__ = ["DualSolution", "KIND_MATRIX", "TAU", "entropy_terms", "index_set_extremes",

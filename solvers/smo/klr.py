@@ -207,6 +207,7 @@ def _result(prob: KLRProblem, lam: float, sol: DualSolution, seconds: float) -> 
         "b": b,
         "lam": lam,
         "max_violation": sol.violation,
+        "history": sol.history,
         "n_support": int(support.sum()),
         "support_share": float(support.sum() / max(prob.keep.sum(), 1)),
         "n_at_lower": int(prob.keep.sum() - support.sum()),

@@ -152,6 +152,7 @@ def smo_svm(
         "upper": upper_all,
         "decision_train": f_train,
         "kernel_evals": sol.kernel_evals,
+        "history": sol.history,
     }
     return SolveResult(
         termination=term,
