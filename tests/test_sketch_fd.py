@@ -1,0 +1,231 @@
+"""Frequent Directions / Robust FD sketches: the covariance guarantee, merging, the Gram-route
+shrink against the SVD route, the low-rank preconditioner, the Dask path and bad input.
+
+Reference for the guarantee: all eigenvalues of ``A'A - B'B`` (every unit u at once) against
+``||A - A_k||_F^2 / (m - k)`` computed from numpy's SVD of A.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from solvers.sketch import (
+    FrequentDirections,
+    GaussianSketch,
+    RobustFD,
+    SJLTSketch,
+    SketchPreconditioner,
+    fd_sketch_dask,
+)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _one_blas_thread():
+    """Small dense problems: one BLAS thread avoids oversubscription on the 2-core CI box."""
+    try:
+        from threadpoolctl import threadpool_limits
+    except ImportError:  # pragma: no cover
+        yield
+        return
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
+
+def _tails(A: np.ndarray) -> np.ndarray:
+    """``Delta_k = ||A - A_k||_F^2`` for k = 0..rank."""
+    s2 = np.linalg.svd(A, compute_uv=False) ** 2
+    return np.concatenate([np.cumsum(s2[::-1])[::-1], [0.0]])
+
+
+def _random(n=600, d=80, seed=0):
+    return np.random.default_rng(seed).standard_normal((n, d))
+
+
+def _low_rank(n=600, d=80, rank=12, seed=1):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, rank)) @ rng.standard_normal((rank, d)) + 1e-3 * \
+        rng.standard_normal((n, d))
+
+
+def _decaying(n=600, d=80, seed=2):
+    rng = np.random.default_rng(seed)
+    return rng.standard_normal((n, d)) * np.exp(-np.arange(d) / 10.0)
+
+
+MATRICES = {"random": _random, "low_rank": _low_rank, "decaying": _decaying}
+
+
+def _check_fd_bound(A, B, m, ks, rho=None):
+    """0 <= u'(A'A - B'B)u <= Delta_k/(m-k) for all unit u (and RFD's two-sided bound)."""
+    tails = _tails(A)
+    E = A.T @ A - B.T @ B
+    ev = np.linalg.eigvalsh(E)
+    scale = np.linalg.norm(A, 2) ** 2
+    assert ev.min() >= -1e-10 * scale
+    for k in ks:
+        bound = tails[k] / (m - k)
+        assert ev.max() <= bound * (1 + 1e-9) + 1e-10 * scale, (k, ev.max(), bound)
+        if rho is not None:
+            assert np.abs(ev - rho).max() <= bound / 2 * (1 + 1e-9) + 1e-10 * scale
+    # several explicit unit vectors as well
+    rng = np.random.default_rng(3)
+    U = rng.standard_normal((A.shape[1], 5))
+    U /= np.linalg.norm(U, axis=0)
+    gap = np.sum((A @ U) ** 2, axis=0) - np.sum((B @ U) ** 2, axis=0)
+    assert np.all(gap >= -1e-10 * scale)
+    assert np.all(gap <= min(tails[k] / (m - k) for k in ks) * (1 + 1e-9) + 1e-10 * scale)
+
+
+@pytest.mark.parametrize("kind", sorted(MATRICES))
+@pytest.mark.parametrize("m", [8, 20])
+def test_fd_guarantee(kind, m):
+    A = MATRICES[kind]()
+    sk = FrequentDirections(m)
+    for start in range(0, A.shape[0], 37):  # uneven blocks
+        sk.partial_fit(A[start:start + 37])
+    B = sk.sketch_
+    assert B.shape == (m, A.shape[1])
+    assert sk.rho_ == 0.0
+    assert sk.n_rows_seen_ == A.shape[0]
+    assert np.isclose(sk.frob2_, np.sum(A**2))
+    _check_fd_bound(A, B, m, ks=[0, 1, m // 4, m // 2, m - 1])
+    # the total shrinkage obeys the same bound (the proof's key step)
+    tails = _tails(A)
+    assert sk.delta_sum_ <= min(tails[k] / (m - k) for k in range(m)) * (1 + 1e-9)
+
+
+@pytest.mark.parametrize("kind", sorted(MATRICES))
+def test_rfd_guarantee(kind):
+    A = MATRICES[kind]()
+    m = 16
+    rfd = RobustFD(m).fit(A, block_size=50)
+    fd = FrequentDirections(m).fit(A, block_size=50)
+    # RFD keeps the same B as FD; only rho differs
+    np.testing.assert_allclose(rfd.sketch_, fd.sketch_, atol=1e-10)
+    assert rfd.rho_ == pytest.approx(fd.delta_sum_ / 2)
+    assert rfd.rho_ > 0
+    _check_fd_bound(A, rfd.sketch_, m, ks=[0, 2, 8, 15], rho=rfd.rho_)
+
+
+def test_rfd_is_tighter_than_fd_on_decaying_spectrum():
+    A = _decaying()
+    m = 16
+    rfd = RobustFD(m).fit(A)
+    B = rfd.sketch_
+    E = A.T @ A - B.T @ B
+    err_fd = np.linalg.norm(E, 2)
+    err_rfd = np.linalg.norm(E - rfd.rho_ * np.eye(A.shape[1]), 2)
+    assert err_rfd < err_fd
+
+
+@pytest.mark.parametrize("robust", [False, True])
+def test_merged_sketch_keeps_bound(robust):
+    A = _decaying(n=900)
+    m = 12
+    parts = np.array_split(A, 4)
+    sketches = [FrequentDirections(m, robust=robust).fit(p, block_size=64) for p in parts]
+    merged = sketches[0]
+    for other in sketches[1:]:
+        merged.merge(other)
+    assert merged.n_rows_seen_ == A.shape[0]
+    _check_fd_bound(A, merged.sketch_, m, ks=[0, 3, 6, 11],
+                    rho=merged.rho_ if robust else None)
+
+
+@pytest.mark.parametrize("kind", sorted(MATRICES))
+def test_gram_route_equals_svd_route(kind):
+    A = MATRICES[kind]()
+    m = 16
+    g = RobustFD(m, shrink="gram").fit(A, block_size=100)
+    s = RobustFD(m, shrink="svd").fit(A, block_size=100)
+    Bg, Bs = g.sketch_, s.sketch_
+    scale = np.linalg.norm(A, 2) ** 2
+    np.testing.assert_allclose(Bg.T @ Bg, Bs.T @ Bs, atol=1e-9 * scale)
+    np.testing.assert_allclose(np.linalg.norm(Bg, axis=1), np.linalg.norm(Bs, axis=1),
+                               rtol=1e-6, atol=1e-9 * np.sqrt(scale))
+    assert g.rho_ == pytest.approx(s.rho_, rel=1e-9, abs=1e-12 * scale)
+    assert g.n_shrinks_ == s.n_shrinks_
+
+
+def test_memory_is_order_m_d():
+    A = _random(n=400, d=60)
+    sk = FrequentDirections(10).fit(A, block_size=7)
+    arrays = [v for v in vars(sk).values() if isinstance(v, np.ndarray)]
+    assert max(a.size for a in arrays) == 2 * 10 * 60  # the 2m x d buffer, nothing d x d
+
+
+@pytest.mark.parametrize("shift", [1e-3, 1.0, 50.0])
+def test_preconditioner_matches_dense_inverse(shift):
+    rng = np.random.default_rng(4)
+    B = rng.standard_normal((7, 30)) * np.arange(1, 31)
+    P = SketchPreconditioner(B, shift)
+    H = B.T @ B + shift * np.eye(30)
+    v = rng.standard_normal(30)
+    V = rng.standard_normal((30, 3))
+    tol = 1e-13 * np.linalg.cond(H)  # both sides carry rounding of order eps * cond(H)
+    for rhs in (v, V):
+        ref = np.linalg.solve(H, rhs)
+        assert np.linalg.norm(P.solve(rhs) - ref) <= tol * np.linalg.norm(ref)
+    np.testing.assert_allclose(P.matvec(P.solve(v)), v, rtol=1e-8, atol=1e-8)
+    np.testing.assert_allclose(P.matvec(v), H @ v, rtol=1e-10)
+    assert P.V_.shape == (30, 7)
+
+
+def test_preconditioner_with_zero_rows():
+    B = np.zeros((4, 6))
+    B[0, 1] = 3.0
+    P = SketchPreconditioner(B, 2.0)
+    H = B.T @ B + 2.0 * np.eye(6)
+    v = np.arange(6.0)
+    np.testing.assert_allclose(P.solve(v), np.linalg.solve(H, v))
+
+
+@pytest.mark.parametrize("cls", [GaussianSketch, SJLTSketch])
+def test_random_sketch_streaming_equals_explicit_matrix(cls):
+    A = _random(n=300, d=20)
+    sk1 = cls(40, seed=5).fit(A, block_size=64)
+    S = cls(40, seed=5).fit(np.eye(300), block_size=64).sketch_
+    np.testing.assert_allclose(sk1.sketch_, S @ A, atol=1e-10)
+    # E[S'S] = I: columns of S have unit norm for SJLT, about unit norm for Gaussian
+    norms = np.sum(S**2, axis=0)
+    if cls is SJLTSketch:
+        np.testing.assert_allclose(norms, 1.0)
+        assert np.all(np.count_nonzero(S, axis=0) <= 10)
+    else:
+        assert abs(norms.mean() - 1.0) < 0.05
+
+
+def test_dask_merge_keeps_single_process_guarantee():
+    da = pytest.importorskip("dask.array")
+    A = _decaying(n=1000, d=50)
+    m = 10
+    x = da.from_array(A, chunks=(230, 25))  # 5 row chunks, 2 column chunks
+    for robust in (False, True):
+        sk = fd_sketch_dask(x, m, robust=robust, scheduler="synchronous")
+        assert sk.n_rows_seen_ == 1000
+        _check_fd_bound(A, sk.sketch_, m, ks=[0, 2, 5, 9], rho=sk.rho_ if robust else None)
+
+
+def test_bad_input_raises_naming_argument():
+    A = _random(n=50, d=10)
+    with pytest.raises(ValueError, match="'m'"):
+        FrequentDirections(0)
+    with pytest.raises(ValueError, match="'m'"):
+        FrequentDirections(11).partial_fit(A)
+    with pytest.raises(ValueError, match="'shrink'"):
+        FrequentDirections(3, shrink="qr")
+    bad = A.copy()
+    bad[3, 4] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        FrequentDirections(3).partial_fit(bad)
+    sk = FrequentDirections(3).partial_fit(A)
+    with pytest.raises(ValueError, match="'block'"):
+        sk.partial_fit(A[:, :5])
+    with pytest.raises(ValueError, match="'block'"):
+        sk.partial_fit(A[0])
+    with pytest.raises(ValueError, match="'other'"):
+        sk.merge(FrequentDirections(4))
+    with pytest.raises(ValueError, match="'shift'"):
+        SketchPreconditioner(A, 0.0)
+    with pytest.raises(ValueError, match="no rows"):
+        _ = FrequentDirections(3).sketch_
