@@ -15,7 +15,6 @@ Symbols: s_i = ``sample_weight`` (the AID paper's w_i), beta0 = ``intercept``.
 
 from __future__ import annotations
 
-import time
 from typing import Any, ClassVar
 
 import numpy as np
@@ -23,7 +22,6 @@ import scipy.sparse as sp
 
 from optmodels.problem import Problem
 from optmodels.validation import Param, check_array, check_sample_weight, check_target
-from solvers.backend import solve_qp
 from solvers.qp import QPData
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition, relative_gap
 
@@ -112,12 +110,6 @@ class LAD(Problem):
             name="lad_dual",
         )
 
-    def pyomo_model(self) -> Any:
-        """The primal LP as a Pyomo ConcreteModel (``m.beta``, ``m.e_plus``, ``m.residual``)."""
-        from solvers.pyomo_lowering import to_pyomo
-
-        return to_pyomo(self.qp("primal"))
-
     def solve_full(
         self,
         solver: str = "highs",
@@ -129,11 +121,9 @@ class LAD(Problem):
         options: dict[str, Any] | None = None,
     ) -> SolveResult:
         """Verified monolithic solve; ``form="dual"`` (default) is the fast one."""
-        t0 = time.perf_counter()
-        qp = self.qp(form)
-        build = time.perf_counter() - t0
-        res = solve_qp(qp, solver, time_limit=time_limit, verbose=verbose, options=options)
-        res.build_time = build
+        qp, res = self._solve_declared(
+            (form,), solver, time_limit=time_limit, verbose=verbose, options=options
+        )
         if res.x is None:
             return res
         if form == "dual":

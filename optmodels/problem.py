@@ -8,11 +8,14 @@ never solves on construction. ``solve(strategy=...)`` looks the strategy up in
 
 from __future__ import annotations
 
+import time
 from typing import Any, ClassVar
 
 import numpy as np
 
 from optmodels.validation import Param, validate_params
+from solvers.backend import solve_qp
+from solvers.qp import QPData
 from solvers.result import SolveResult
 
 
@@ -47,6 +50,24 @@ class Problem:
             stop = min(start + block_rows, self.n)
             out[start:stop] = self.kernel_(self._X[start:stop], self._X) @ v
         return out
+
+    def pyomo_model(self, *form: str) -> Any:
+        """The declared LP/QP (``self.qp(*form)``) as a Pyomo ConcreteModel with named blocks
+        (e.g. ``m.beta[j]``, ``m.residual[i]``) that a user can extend and solve."""
+        from solvers.pyomo_lowering import to_pyomo
+
+        return to_pyomo(self.qp(*form))
+
+    def _solve_declared(
+        self, form: tuple[str, ...], solver: str, **kwargs: Any
+    ) -> tuple[QPData, SolveResult]:
+        """Build ``self.qp(*form)``, timed as the build, and run the verified QP solve on it."""
+        t0 = time.perf_counter()
+        qp = self.qp(*form)
+        build = time.perf_counter() - t0
+        res = solve_qp(qp, solver, **kwargs)
+        res.build_time = build
+        return qp, res
 
     def solve(self, strategy: str = "full", **options: Any) -> SolveResult:
         """Solve with a strategy (``"full"`` = monolithic; see ``strategies()`` for the rest)."""

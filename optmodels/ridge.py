@@ -22,7 +22,6 @@ import scipy.sparse as sp
 
 from optmodels.problem import Problem
 from optmodels.validation import Param, check_array, check_sample_weight, check_target
-from solvers.backend import solve_qp
 from solvers.qp import QPData
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
 
@@ -106,11 +105,6 @@ class Ridge(Problem):
             name="ridge",
         )
 
-    def pyomo_model(self) -> Any:
-        from solvers.pyomo_lowering import to_pyomo
-
-        return to_pyomo(self.qp())
-
     def solve_full(
         self,
         solver: str = "cholesky",
@@ -135,11 +129,9 @@ class Ridge(Problem):
                 raw_status="closed form",
             )
         else:
-            t0 = time.perf_counter()
-            qp = self.qp()
-            build = time.perf_counter() - t0
-            res = solve_qp(qp, solver, time_limit=time_limit, verbose=verbose, options=options)
-            res.build_time = build
+            qp, res = self._solve_declared(
+                (), solver, time_limit=time_limit, verbose=verbose, options=options
+            )
             if res.x is None:
                 return res
             res.x = qp.block(res.x, "x").copy()

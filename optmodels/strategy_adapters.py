@@ -104,30 +104,24 @@ def _svm_dual_result(problem: Any, res: SolveResult) -> SolveResult:
     return res
 
 
-@adapter("svm", "smo", smo_svm, {"X", "y", "C", "sample_weight", "class_weight", "kernel"})
-def _svm_smo(problem: Any, **options: Any) -> SolveResult:
-    res = smo_svm(
-        problem.X,
-        problem.y,
-        C=problem.C,
-        sample_weight=_svm_weights(problem),
-        kernel=problem.kernel_,
-        **options,
-    )
-    return _svm_dual_result(problem, res)
+def _svm_dual_runner(routine: Callable[..., SolveResult]) -> Callable[..., SolveResult]:
+    def run(problem: Any, **options: Any) -> SolveResult:
+        res = routine(
+            problem.X,
+            problem.y,
+            C=problem.C,
+            sample_weight=_svm_weights(problem),
+            kernel=problem.kernel_,
+            **options,
+        )
+        return _svm_dual_result(problem, res)
+
+    return run
 
 
-@adapter("svm", "block", block_svm, {"X", "y", "C", "sample_weight", "kernel"})
-def _svm_block(problem: Any, **options: Any) -> SolveResult:
-    res = block_svm(
-        problem.X,
-        problem.y,
-        C=problem.C,
-        sample_weight=_svm_weights(problem),
-        kernel=problem.kernel_,
-        **options,
-    )
-    return _svm_dual_result(problem, res)
+_SVM_FIXED = {"X", "y", "C", "sample_weight", "class_weight", "kernel"}
+adapter("svm", "smo", smo_svm, _SVM_FIXED)(_svm_dual_runner(smo_svm))
+adapter("svm", "block", block_svm, _SVM_FIXED)(_svm_dual_runner(block_svm))
 
 
 # ---- KLR ----------------------------------------------------------------------------------------
@@ -142,34 +136,25 @@ def _klr_result(problem: Any, res: SolveResult) -> SolveResult:
 _KLR_FIXED = {"X", "y", "C", "lam", "bound_tol", "sample_weight", "kernel"}
 
 
-@adapter("klr", "smo", smo_klr, _KLR_FIXED)
-def _klr_smo(problem: Any, **options: Any) -> SolveResult:
-    res = smo_klr(
-        problem.X,
-        problem.y,
-        C=problem.C,
-        lam=problem.lam,
-        bound_tol=problem.bound_tol,
-        sample_weight=problem.sample_weight,
-        kernel=problem.kernel_,
-        **options,
-    )
-    return _klr_result(problem, res)
+def _klr_runner(routine: Callable[..., SolveResult]) -> Callable[..., SolveResult]:
+    def run(problem: Any, **options: Any) -> SolveResult:
+        res = routine(
+            problem.X,
+            problem.y,
+            C=problem.C,
+            lam=problem.lam,
+            bound_tol=problem.bound_tol,
+            sample_weight=problem.sample_weight,
+            kernel=problem.kernel_,
+            **options,
+        )
+        return _klr_result(problem, res)
+
+    return run
 
 
-@adapter("klr", "block", block_klr, _KLR_FIXED)
-def _klr_block(problem: Any, **options: Any) -> SolveResult:
-    res = block_klr(
-        problem.X,
-        problem.y,
-        C=problem.C,
-        lam=problem.lam,
-        bound_tol=problem.bound_tol,
-        sample_weight=problem.sample_weight,
-        kernel=problem.kernel_,
-        **options,
-    )
-    return _klr_result(problem, res)
+adapter("klr", "smo", smo_klr, _KLR_FIXED)(_klr_runner(smo_klr))
+adapter("klr", "block", block_klr, _KLR_FIXED)(_klr_runner(block_klr))
 
 
 # ---- Ridge --------------------------------------------------------------------------------------

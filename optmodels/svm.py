@@ -14,7 +14,6 @@ parameters as scikit-learn (``gamma`` is the RBF width).
 
 from __future__ import annotations
 
-import time
 from typing import Any, ClassVar
 
 import numpy as np
@@ -28,7 +27,6 @@ from optmodels.validation import (
     check_sample_weight,
     resolve_gamma,
 )
-from solvers.backend import solve_qp
 from solvers.errors import DataError
 from solvers.kernels import KERNELS, Kernel
 from solvers.qp import QPData
@@ -200,12 +198,6 @@ class SVM(Problem):
             name="svm_dual",
         )
 
-    def pyomo_model(self, form: str = "auto") -> Any:
-        """The QP as a Pyomo ConcreteModel (primal: ``m.w``, ``m.b``, ``m.xi``, ``m.margin``)."""
-        from solvers.pyomo_lowering import to_pyomo
-
-        return to_pyomo(self.qp(form))
-
     # solve ----------------------------------------------------------------------------------
     def solve_full(
         self,
@@ -220,11 +212,9 @@ class SVM(Problem):
         """Verified monolithic solve. Clarabel by default: it is exact and the fastest measured
         here (HiGHS's QP solver returned a wrong objective at n = 10^4, formulations.md s.7)."""
         form = self._form(form)
-        t0 = time.perf_counter()
-        qp = self.qp(form)
-        build = time.perf_counter() - t0
-        res = solve_qp(qp, solver, time_limit=time_limit, verbose=verbose, options=options)
-        res.build_time = build
+        qp, res = self._solve_declared(
+            (form,), solver, time_limit=time_limit, verbose=verbose, options=options
+        )
         if res.x is None:
             return res
         if form == "primal":
