@@ -99,6 +99,7 @@ def record(problem: Any, res: SolveResult, peak_mb: float | None = None) -> dict
         "n_clusters_final",
         "n_active",
         "active_share",
+        "train_accuracy",
         "max_violation",
         "relative_gradient",
         "rel_error",

@@ -66,6 +66,7 @@ class KLR(Problem):
         y_pm, self.classes_ = check_labels(y, X.shape[0])
         w = check_sample_weight(sample_weight, X.shape[0])
         keep = w > 0
+        self.kept_ = keep  # rows with positive weight; the model is declared on these
         self._X, self.y, self.sample_weight = X[keep], y_pm[keep], w[keep]
         if np.unique(self.y).size != 2:
             raise DataError(
@@ -178,7 +179,13 @@ class KLR(Problem):
         alpha = np.clip(np.asarray(alpha_var.value, dtype=float), self.lower, self.upper)
         viol, b = self.kkt(alpha)
         res.x, res.objective = alpha, self.objective(alpha)
-        res.extra.update(b=b, intercept=b, max_violation=viol, **self.sparsity(alpha))
+        res.extra.update(
+            b=b,
+            intercept=b,
+            max_violation=viol,
+            **self.sparsity(alpha),
+            train_accuracy=self.train_accuracy(alpha, b),
+        )
         res.solution_status = SolutionStatus.FEASIBLE
         if term is TerminationCondition.OPTIMAL:
             if viol <= tol:
@@ -192,6 +199,11 @@ class KLR(Problem):
         """Rows whose alpha_i exceeds lower + rel * C_i: the points the model keeps."""
         active = alpha > self.lower + rel * self.Ci
         return {"n_active": int(active.sum()), "active_share": float(active.mean())}
+
+    def train_accuracy(self, alpha: np.ndarray, b: float) -> float:
+        """Share of training rows with sign(f(x_i)) = y_i (f by a blocked K v)."""
+        f = self.kernel_matvec(alpha * self.y) + b
+        return float(np.mean(np.where(f >= 0, 1.0, -1.0) == self.y))
 
     def decision_function(self, alpha: np.ndarray, b: float, X_new: Any) -> np.ndarray:
         """f(x) = sum_i alpha_i y_i k(x_i, x) + b."""

@@ -81,6 +81,8 @@ def _svm_aid(problem: Any, **options: Any) -> SolveResult:
         res.objective = problem.kernel_primal_objective(alpha, b)
         res.extra.update(alpha=alpha, form="dual")
         res.x = alpha
+    if "form" in res.extra and (kernel is None or problem.n <= VERIFY_MAX_N):
+        res.extra["train_accuracy"] = problem.train_accuracy(res)
     res.gap = relative_gap(res.objective, res.bound)
     return res
 
@@ -101,6 +103,8 @@ def _svm_dual_result(problem: Any, res: SolveResult) -> SolveResult:
     res.bound = dual
     res.gap = relative_gap(res.objective, dual)
     res.extra.update(alpha=alpha, form="dual", intercept=b)
+    if problem.n <= VERIFY_MAX_N:
+        res.extra["train_accuracy"] = problem.train_accuracy(res)
     return res
 
 
@@ -126,10 +130,16 @@ adapter("svm", "block", block_svm, _SVM_FIXED)(_svm_dual_runner(block_svm))
 
 # ---- KLR ----------------------------------------------------------------------------------------
 def _klr_result(problem: Any, res: SolveResult) -> SolveResult:
-    if res.x is not None and problem.n <= VERIFY_MAX_N:
-        res.objective = problem.objective(res.x)
-        res.extra["objective_source"] = "toolkit"
+    """Objective, sparsity and training accuracy evaluated by the problem (as for ``full``)."""
     res.extra.setdefault("intercept", res.extra.get("b"))
+    if res.x is None:
+        return res
+    alpha = res.x if res.x.shape[0] == problem.n else res.x[problem.kept_]
+    res.extra.update(problem.sparsity(alpha))
+    if problem.n <= VERIFY_MAX_N:
+        res.objective = problem.objective(alpha)
+        res.extra["objective_source"] = "toolkit"
+        res.extra["train_accuracy"] = problem.train_accuracy(alpha, float(res.extra["b"]))
     return res
 
 

@@ -243,6 +243,7 @@ class SVM(Problem):
             )
         res.objective, res.bound = obj, dual
         res.gap = relative_gap(obj, dual)
+        res.extra["train_accuracy"] = self.train_accuracy(res)
         if res.termination is TerminationCondition.OPTIMAL and (res.gap is None or res.gap > tol):
             res.termination = TerminationCondition.NUMERICAL_ERROR
             res.solution_status = SolutionStatus.FEASIBLE
@@ -263,6 +264,14 @@ class SVM(Problem):
         alpha = result.extra["alpha"]
         sv = alpha > 0
         return self.kernel_(Xn, self._X[sv]) @ (alpha[sv] * self.y[sv]) + b
+
+    def train_accuracy(self, result: SolveResult) -> float:
+        """Share of training rows on the right side of the decision function."""
+        if result.extra.get("form") == "primal":
+            f = self._X @ result.x + float(result.extra["b"])
+        else:
+            f = self.kernel_matvec(result.extra["alpha"] * self.y) + float(result.extra["b"])
+        return float(np.mean(np.where(f >= 0, 1.0, -1.0) == self.y))
 
     def predict(self, result: SolveResult, X_new: Any) -> np.ndarray:
         """Labels in the original classes."""

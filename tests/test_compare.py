@@ -105,9 +105,31 @@ def test_smo_violation_history_is_plotted(tmp_path):
     from optmodels import SVM
 
     X, y = make_classification(n=300, p=2, separation=2.0, seed=0)
-    table = compare(SVM(X, y, kernel="rbf", gamma=0.5), ["full", "smo"],
-                    options={"smo": {"tol": 1e-6}}, progress=False)
+    table = compare(
+        SVM(X, y, kernel="rbf", gamma=0.5),
+        ["full", "smo"],
+        options={"smo": {"tol": 1e-6}},
+        progress=False,
+    )
     its, viol = series(table)["violation"]["smo"]
     assert np.all(np.diff(its) > 0) and its[-1] == table.results["smo"].iterations
     assert viol[-1] <= 1e-6 < viol[0]
     assert table.plot(str(tmp_path / "smo.png"))
+
+
+def test_klr_rows_report_sparsity_and_accuracy_alike():
+    from instances import make_classification
+    from optmodels import KLR
+
+    X, y = make_classification(n=150, p=2, separation=3.0, seed=2)
+    w = np.ones(150)
+    w[:5] = 0.0  # zero-weight rows are dropped by the problem; SMO must be mapped onto the rest
+    p = KLR(X, y, sample_weight=w, C=5.0, gamma=0.5, lam=10.0, bound_tol=1e-7)
+    table = compare(p, ["full", "smo"], progress=False)
+    full, smo = table.records
+    assert full["n_active"] == smo["n_active"] and 0 < full["active_share"] <= 1
+    assert (
+        full["train_accuracy"] == pytest.approx(smo["train_accuracy"])
+        and smo["train_accuracy"] > 0.8
+    )
+    assert abs(smo["ref_gap"]) < 1e-6

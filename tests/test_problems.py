@@ -209,3 +209,17 @@ def test_ridge_ill_conditioned_exact_or_flagged(alpha, solver):
         assert np.linalg.norm(res.x - x_ref) <= 1e-6 * max(1.0, np.linalg.norm(x_ref))
     else:
         assert res.termination is TerminationCondition.NUMERICAL_ERROR
+
+
+# ---- limits surface as statuses (checklist #18) ----------------------------------------------
+def test_time_and_iteration_limits_are_statuses(lad_data, clf_data):
+    from solvers.errors import LimitReachedError
+
+    lad = LAD(*lad_data).solve_full(time_limit=0.0)
+    assert lad.termination is TerminationCondition.TIME_LIMIT and not lad.is_optimal
+    with pytest.raises(LimitReachedError):
+        lad.require_optimal()
+    klr = KLR(*clf_data).solve_full(max_iter=2)
+    assert klr.termination is TerminationCondition.ITERATION_LIMIT and not klr.is_optimal
+    smo = SVM(*clf_data, kernel="rbf").solve(strategy="smo", max_iter=3)
+    assert smo.termination is TerminationCondition.ITERATION_LIMIT and not smo.is_optimal
