@@ -144,7 +144,12 @@ class SolveResult:
 
 
 def relative_gap(objective: float, bound: float | None) -> float | None:
-    """``(objective - bound) / max(1, |objective|)``, or ``None`` without a bound."""
+    """``(objective - bound) / max(1, |objective|)``, or ``None`` without a bound.
+
+    Round-off can make a valid gap slightly negative; values in (-1e-12, 0) read as 0. A
+    larger negative gap is returned as it is: it means the bound is not a bound.
+    """
     if bound is None or not np.isfinite(bound) or not np.isfinite(objective):
         return None
-    return float((objective - bound) / max(1.0, abs(objective)))
+    gap = float((objective - bound) / max(1.0, abs(objective)))
+    return 0.0 if -1e-12 < gap < 0.0 else gap
