@@ -27,6 +27,11 @@ def check_matrix(A: object, name: str = "A", *, min_rows: int = 1) -> np.ndarray
             f"The '{name}' argument has {arr.shape[0]} row(s) (shape={arr.shape}); at least "
             f"{min_rows} is required."
         )
+    return _finite_real(arr, name)
+
+
+def _finite_real(arr: np.ndarray, name: str) -> np.ndarray:
+    """``arr`` as float64 if it is real, numeric and finite, else a DataError naming ``name``."""
     if not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
         raise DataError(f"The '{name}' argument must be real numeric; got dtype {arr.dtype}.")
     arr = np.asarray(arr, dtype=np.float64)
@@ -47,14 +52,7 @@ def check_vector(b: object, n: int, name: str = "b") -> np.ndarray:
             f"The '{name}' argument must be a vector of length {n} (one entry per row of A); "
             f"got shape {arr.shape}."
         )
-    if not np.issubdtype(arr.dtype, np.number) or np.iscomplexobj(arr):
-        raise DataError(f"The '{name}' argument must be real numeric; got dtype {arr.dtype}.")
-    arr = np.asarray(arr, dtype=np.float64)
-    if not np.all(np.isfinite(arr)):
-        raise DataError(
-            f"The '{name}' argument contains NaN or inf; remove or impute those entries first."
-        )
-    return arr
+    return _finite_real(arr, name)
 
 
 def check_positive(value: object, name: str, *, allow_zero: bool = False) -> float:
