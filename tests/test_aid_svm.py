@@ -191,3 +191,27 @@ def test_bad_input_names_argument(kwargs, name):
     X, y = args.pop("X"), args.pop("y")
     with pytest.raises(ValueError, match=name):
         aid_svm(X, y, **args)
+
+
+def test_aggregated_svm_model_exports_and_matches_F(tmp_path):
+    """The final aggregated QP, written to MPS and LP and read back, has AID's last F."""
+    import highspy
+
+    from solvers.aid import build_aggregated_svm
+
+    rng = np.random.default_rng(7)
+    X = np.vstack([rng.normal(1.0, 1.0, (300, 3)), rng.normal(-1.0, 1.0, (300, 3))])
+    y = np.r_[np.ones(300), -np.ones(300)]
+    res = aid_svm(X, y, C=1.0, n_clusters=40)
+    assert res.extra["certified"]
+    h = build_aggregated_svm(X, y, res.extra["labels"], C=1.0)
+    for suffix in (".mps", ".lp"):
+        path = str(tmp_path / f"agg{suffix}")
+        h.writeModel(path)
+        g = highspy.Highs()
+        g.setOptionValue("output_flag", False)
+        g.readModel(path)
+        g.setOptionValue("qp_regularization_value", 0.0)
+        g.run()
+        assert g.getInfo().objective_function_value == pytest.approx(res.extra["F"], rel=1e-6)
+    assert h.getLp().col_names_[:2] == ["w_0", "w_1"]

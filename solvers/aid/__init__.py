@@ -10,7 +10,7 @@ optimality (sign-pure clusters).
 from solvers.aid.aggregation import Aggregate, aggregate, mixed_clusters, split_mixed
 from solvers.aid.clustering import lad_clusters, svm_clusters
 from solvers.aid.lad import aid_lad, build_aggregated_lad
-from solvers.aid.svm import aid_svm
+from solvers.aid.svm import aid_svm, build_aggregated_svm
 
 __all__ = [
     "Aggregate",
@@ -18,6 +18,7 @@ __all__ = [
     "aid_lad",
     "aid_svm",
     "build_aggregated_lad",
+    "build_aggregated_svm",
     "lad_clusters",
     "mixed_clusters",
     "split_mixed",

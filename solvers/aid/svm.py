@@ -331,3 +331,49 @@ def _result(st, agg, keep, n, kernel, subsolver, t0, s) -> SolveResult:
         solve_time=time.perf_counter() - t0, solver=solver, raw_status=st["raw"],
         strategy="aid", extra=extra,
     )
+
+
+def build_aggregated_svm(
+    X: np.ndarray,
+    y: np.ndarray,
+    labels: np.ndarray,
+    *,
+    C: float = 1.0,
+    sample_weight: np.ndarray | None = None,
+) -> Any:
+    """The aggregated linear-SVM QP of a label-pure clustering, as a HiGHS model with names.
+
+        min 1/2 ||w||^2 + C sum_k W_k xi_k   s.t.  margin_k: y_k (w'xbar_k + b) + xi_k >= 1, xi >= 0
+
+    (variables ``w_j``, ``b_0``, ``xi_k``). ``labels`` is one cluster id per row (e.g.
+    ``result.extra["labels"]``; rows labelled -1 are left out). Run it, or write it for
+    inspection with ``h.writeModel("agg.mps")`` / ``"agg.lp"``.
+    """
+    from solvers.highs_backend import to_highs
+    from solvers.qp import QPData
+
+    X = check_matrix(X, "X")
+    n, p = X.shape
+    y = check_labels(y, n)
+    s = check_weights(sample_weight, n)
+    labels = np.asarray(labels)
+    if labels.shape != (n,):
+        raise ValueError(f"'labels' must have one entry per row of X ({n}); got {labels.shape}.")
+    rows = np.flatnonzero(labels >= 0)
+    agg = aggregate(X[rows], y[rows], s[rows], labels[rows])
+    yk = agg.SY / agg.W
+    if not np.allclose(np.abs(yk), 1.0):
+        raise ValueError("'labels' mixes the two classes in a cluster; AID clusters are label-pure.")
+    K = agg.n_clusters
+    xbar = agg.SX / agg.W[:, None]
+    A = sp.hstack([sp.csr_matrix(xbar * yk[:, None]), sp.csr_matrix(yk[:, None]),
+                   sp.identity(K, format="csr")], format="csr")
+    qp = QPData(
+        c=np.concatenate([np.zeros(p + 1), C * agg.W]), A=A, row_lo=np.ones(K),
+        row_hi=np.full(K, np.inf), col_lo=np.concatenate([np.full(p + 1, -np.inf), np.zeros(K)]),
+        col_hi=np.full(p + 1 + K, np.inf),
+        P=sp.diags(np.concatenate([np.ones(p), np.zeros(1 + K)]), format="csr"),
+        col_blocks=[("w", p), ("b", 1), ("xi", K)], row_blocks=[("margin", K)],
+        name="aid_svm_aggregated",
+    )
+    return to_highs(qp, names=True)
