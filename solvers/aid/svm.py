@@ -363,7 +363,8 @@ def build_aggregated_svm(
     agg = aggregate(X[rows], y[rows], s[rows], labels[rows])
     yk = agg.SY / agg.W
     if not np.allclose(np.abs(yk), 1.0):
-        raise ValueError("'labels' mixes the two classes in a cluster; AID clusters are label-pure.")
+        raise ValueError("'labels' mixes the two classes in a cluster; AID clusters are "
+                         "label-pure.")
     K = agg.n_clusters
     xbar = agg.SX / agg.W[:, None]
     A = sp.hstack([sp.csr_matrix(xbar * yk[:, None]), sp.csr_matrix(yk[:, None]),
