@@ -62,6 +62,13 @@ class Backend(Protocol):
     ) -> BackendOutput: ...
 
 
+def module_available(name: str) -> bool:
+    """True when the solver's Python package ``name`` can be imported."""
+    import importlib.util
+
+    return importlib.util.find_spec(name) is not None
+
+
 def backends() -> dict[str, type]:
     """The registry of backends, by name (the conformance suite runs every one)."""
     from solvers.clarabel_backend import ClarabelBackend

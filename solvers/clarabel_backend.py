@@ -13,7 +13,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.backend import BackendOutput
+from solvers.backend import BackendOutput, module_available
 from solvers.qp import QPData
 from solvers.result import TerminationCondition as T
 
@@ -43,11 +43,7 @@ class ClarabelBackend:
 
     @staticmethod
     def available() -> bool:
-        try:
-            import clarabel  # noqa: F401
-        except ImportError:
-            return False
-        return True
+        return module_available("clarabel")
 
     @staticmethod
     def version() -> str:

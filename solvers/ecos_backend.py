@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from solvers.backend import BackendOutput
+from solvers.backend import BackendOutput, module_available
 from solvers.qp import QPData
 from solvers.result import TerminationCondition as T
 
@@ -24,11 +24,7 @@ class EcosBackend:
 
     @staticmethod
     def available() -> bool:
-        try:
-            import ecos  # noqa: F401
-        except ImportError:
-            return False
-        return True
+        return module_available("ecos")
 
     @staticmethod
     def version() -> str:

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.backend import BackendOutput
+from solvers.backend import BackendOutput, module_available
 from solvers.qp import QPData
 from solvers.result import TerminationCondition as T
 
@@ -119,11 +119,7 @@ class HighsBackend:
 
     @staticmethod
     def available() -> bool:
-        try:
-            import highspy  # noqa: F401
-        except ImportError:
-            return False
-        return True
+        return module_available("highspy")
 
     @staticmethod
     def version() -> str:

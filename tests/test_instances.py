@@ -60,14 +60,14 @@ def _arrays(out: object) -> list[np.ndarray]:
 @pytest.mark.parametrize("gen, kwargs", GENERATORS)
 def test_same_seed_same_arrays_other_seed_other_arrays(gen, kwargs):
     a, b, c = (_arrays(gen(**kwargs, seed=s)) for s in (3, 3, 4))
-    assert all(np.array_equal(u, v) for u, v in zip(a, b))
-    assert not all(np.array_equal(u, v) for u, v in zip(a, c))
+    assert all(np.array_equal(u, v) for u, v in zip(a, b, strict=False))
+    assert not all(np.array_equal(u, v) for u, v in zip(a, c, strict=False))
 
 
 @pytest.mark.parametrize("gen, kwargs", GENERATORS)
 def test_seed_none_draws_fresh_entropy(gen, kwargs):
     a, b = (_arrays(gen(**kwargs, seed=None)) for _ in range(2))
-    assert not all(np.array_equal(u, v) for u, v in zip(a, b))
+    assert not all(np.array_equal(u, v) for u, v in zip(a, b, strict=False))
 
 
 # --- make_lad ---------------------------------------------------------------------------------

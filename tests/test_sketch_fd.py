@@ -19,17 +19,7 @@ from solvers.sketch import (
     fd_sketch_dask,
 )
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Small dense problems: one BLAS thread avoids oversubscription on the 2-core CI box."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 def _tails(A: np.ndarray) -> np.ndarray:
     """``Delta_k = ||A - A_k||_F^2`` for k = 0..rank."""

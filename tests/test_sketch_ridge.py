@@ -21,17 +21,7 @@ from solvers.sketch import (
 )
 from solvers.sketch.metrics import estimator_metrics, fd_operator, random_operator
 
-
-@pytest.fixture(autouse=True, scope="module")
-def _one_blas_thread():
-    """Small dense problems: one BLAS thread avoids oversubscription on the 2-core CI box."""
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover
-        yield
-        return
-    with threadpool_limits(limits=1, user_api="blas"):
-        yield
+pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
 def _closed_form(A, b, gamma):
     return np.linalg.solve(A.T @ A + gamma * np.eye(A.shape[1]), A.T @ b)
