@@ -56,8 +56,11 @@ def main() -> None:
                     help="skip the primal form above this n (186 s at 10^6 measured)")
     args = ap.parse_args()
     sizes = [10_000, 100_000] if args.quick else [100_000, 1_000_000]
-    lines = ["| n | p | hand-built HiGHS dual (s) | optmodels full, dual (s) | ratio | optmodels primal (s) | "
-             "objective rel. diff | termination | gap |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = [
+        "| n | p | hand-built HiGHS dual (s) | optmodels full, dual (s) | ratio | "
+        "optmodels primal (s) | objective rel. diff | termination | gap |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
     for n in sizes:
         X, y, _, _ = make_lad(n=n, p=args.p, seed=0)
         t_hand, obj_hand = hand_built(X, y)

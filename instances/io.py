@@ -508,7 +508,8 @@ def _write_svmlight(fh: io.BufferedWriter, X: np.ndarray, y: np.ndarray,
     wt = None if sw is None else _fmt(sw)
     for i in range(X.shape[0]):
         nz = np.flatnonzero(X[i])
-        pairs = " ".join(f"{j + 1}:{v!r}" for j, v in zip(nz.tolist(), X[i, nz].tolist()))
+        vals = X[i, nz].tolist()
+        pairs = " ".join(f"{j + 1}:{v!r}" for j, v in zip(nz.tolist(), vals, strict=True))
         line = f"{ys[i]} {pairs}".rstrip()
         if wt is not None:
             line += f" # {_WEIGHT_COLUMN}: {wt[i]}"
