@@ -16,7 +16,7 @@ import numpy as np
 from optmodels.validation import Param, validate_params
 from solvers.backend import solve_qp
 from solvers.qp import QPData
-from solvers.result import SolveResult
+from solvers.result import CERTIFICATE_TOL, SolveResult, TerminationCondition, certify
 
 
 class Problem:
@@ -58,6 +58,24 @@ class Problem:
 
         return to_pyomo(self.qp(*form))
 
+    def natural_scale(self) -> float | None:
+        """The positive number the problem's gaps are measured against (it scales with the data,
+        so that certificates are invariant to rescaling); ``None`` where the problem has none."""
+        return None
+
+    def certify(
+        self,
+        res: SolveResult,
+        *,
+        tol: float = CERTIFICATE_TOL,
+        failure: TerminationCondition = TerminationCondition.CONVERGED,
+    ) -> SolveResult:
+        """Apply :func:`solvers.result.certify` with this problem's natural scale."""
+        scale = self.natural_scale()
+        if scale is None:
+            return res
+        return certify(res, scale, tol=tol, failure=failure)
+
     def _solve_declared(
         self, form: tuple[str, ...], solver: str, **kwargs: Any
     ) -> tuple[QPData, SolveResult]:
@@ -65,7 +83,7 @@ class Problem:
         t0 = time.perf_counter()
         qp = self.qp(*form)
         build = time.perf_counter() - t0
-        res = solve_qp(qp, solver, **kwargs)
+        res = solve_qp(qp, solver, feasible_bounded=True, **kwargs)
         res.build_time = build
         return qp, res
 

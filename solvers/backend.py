@@ -8,8 +8,12 @@ A backend is a small class (one file each: ``highs_backend``, ``clarabel_backend
 - ``available()`` and ``solve_qp(qp, ...)`` (and ``solve_cvxpy`` where "exp" is supported),
   returning a :class:`BackendOutput` whose row duals follow the convention of :mod:`solvers.qp`.
 
-:func:`solve_qp` runs a backend and *verifies* its claim with :func:`solvers.qp.check_kkt`
+:func:`solve_qp` equilibrates the model (:mod:`solvers.scaling`), runs a backend, maps the
+answer back and *verifies* the claim on the original model with :func:`solvers.qp.check_kkt`
 before reporting OPTIMAL (HiGHS reports "optimal" on NaN input and on ill-conditioned QPs).
+A training problem is always feasible and bounded; its builder says so
+(``feasible_bounded=True``), and then a solver's "infeasible" / "unbounded" is treated as the
+numerical failure it is: retried once with another backend, then reported as NUMERICAL_ERROR.
 """
 
 from __future__ import annotations
@@ -21,12 +25,29 @@ from typing import Any, ClassVar, Protocol
 import numpy as np
 
 from solvers.qp import QPData, check_kkt
-from solvers.result import SolutionStatus, SolveResult, TerminationCondition, relative_gap
+from solvers.result import (
+    CERTIFICATE_TOL,
+    SolutionStatus,
+    SolveResult,
+    TerminationCondition,
+    relative_gap,
+)
+from solvers.scaling import equilibrate
 
 FEAS_TOL = 1e-6
-"""Default primal residual (relative to 1 + |bound|) accepted as feasible."""
-GAP_TOL = 1e-6
-"""Default relative primal-dual gap accepted as optimal."""
+"""Default primal residual (each row relative to its own scale, see :class:`KKTReport`)."""
+GAP_TOL = CERTIFICATE_TOL
+"""Default relative primal-dual gap (relative to the magnitude of the objective's terms)."""
+
+FALLBACK = {"highs": "clarabel", "clarabel": "highs", "ecos": "clarabel"}
+"""The backend tried next when a solver calls an always-feasible, bounded model infeasible or
+unbounded."""
+
+_IMPOSSIBLE = (
+    TerminationCondition.INFEASIBLE,
+    TerminationCondition.UNBOUNDED,
+    TerminationCondition.INFEASIBLE_OR_UNBOUNDED,
+)
 
 
 @dataclasses.dataclass
@@ -107,21 +128,73 @@ def solve_qp(
     gap_tol: float = GAP_TOL,
     verbose: bool = False,
     options: dict[str, Any] | None = None,
+    scale: bool = True,
+    feasible_bounded: bool = False,
 ) -> SolveResult:
     """Solve an LP/QP with a backend and verify the answer before calling it optimal.
 
-    The result's ``objective`` is f(x) computed here, ``bound`` the dual objective g(y) from the
-    returned duals, and ``gap`` their relative difference. A solver's "optimal" that fails
-    ``primal residual <= feas_tol`` and ``gap <= gap_tol * max(1, |f|)`` becomes NUMERICAL_ERROR.
+    The model is equilibrated first (``scale=False`` passes it as it is). The result's
+    ``objective`` is f(x) computed here on the original model, ``bound`` the dual objective g(y)
+    from the returned duals, and ``gap`` their relative difference. A solver's "optimal" that
+    fails ``primal residual <= feas_tol`` and ``|gap| <= gap_tol`` (both relative, see
+    :class:`solvers.qp.KKTReport`) becomes NUMERICAL_ERROR. With ``feasible_bounded`` (every
+    training problem of the toolkit) an infeasible / unbounded verdict is retried with the
+    :data:`FALLBACK` backend and, if it persists, reported as NUMERICAL_ERROR.
     """
     qp.assert_finite()
-    backend = get_backend(solver, "lp" if qp.is_lp else "qp")
+    kind = "lp" if qp.is_lp else "qp"
+    backend = get_backend(solver, kind)
     t0 = time.perf_counter()
+    scaled, scaling = equilibrate(qp) if scale else (qp, None)
+    out = _run(backend, scaled, scaling, time_limit, max_iter, verbose, options)
+    attempts = [f"{out.solver}: {out.raw_status}"]
+    if feasible_bounded and out.termination in _IMPOSSIBLE:
+        other = FALLBACK.get(solver.lower())
+        if (
+            other is not None
+            and backends()[other].available()
+            and kind in backends()[other].SUPPORTS
+        ):
+            out = _run(
+                get_backend(other, kind), scaled, scaling, time_limit, max_iter, verbose, None
+            )
+            attempts.append(f"{out.solver}: {out.raw_status}")
+        if out.termination in _IMPOSSIBLE:
+            out.raw_status += (
+                f" ({qp.name} is always feasible and bounded: the verdict "
+                f"'{out.termination.value}' is a numerical failure; tried {'; '.join(attempts)})"
+            )
+            out.termination = TerminationCondition.NUMERICAL_ERROR
+    wall = time.perf_counter() - t0
+    res = verify(qp, out, feas_tol=feas_tol, gap_tol=gap_tol, wall_time=wall)
+    res.extra["attempts"] = attempts
+    if scaling is not None and not scaling.is_identity:
+        res.extra["scaling"] = {
+            "sigma": scaling.sigma,
+            "col_range": (float(scaling.col.min()), float(scaling.col.max())),
+            "row_range": (float(scaling.row.min()), float(scaling.row.max()))
+            if scaling.row.size
+            else (1.0, 1.0),
+        }
+    return res
+
+
+def _run(
+    backend: Backend,
+    qp: QPData,
+    scaling: Any,
+    time_limit: float | None,
+    max_iter: int | None,
+    verbose: bool,
+    options: dict[str, Any] | None,
+) -> BackendOutput:
+    """One backend run on the (scaled) model, with its arrays mapped back to the original."""
     out = backend.solve_qp(
         qp, time_limit=time_limit, max_iter=max_iter, verbose=verbose, options=options
     )
-    wall = time.perf_counter() - t0
-    return verify(qp, out, feas_tol=feas_tol, gap_tol=gap_tol, wall_time=wall)
+    if scaling is not None and not scaling.is_identity:
+        out.x, out.y = scaling.unscale(out.x, out.y)
+    return out
 
 
 def verify(
@@ -153,7 +226,9 @@ def verify(
     res.objective = report.primal_objective
     dual_ok = np.isfinite(report.dual_objective) and report.dual_residual <= feas_tol
     res.bound = report.dual_objective if dual_ok else None
-    res.gap = relative_gap(report.primal_objective, res.bound)
+    res.scale = report.gap_scale
+    res.certificate_tol = gap_tol
+    res.gap = relative_gap(report.primal_objective, res.bound, report.gap_scale)
     res.extra.update(
         primal_residual=report.primal_residual, dual_residual=report.dual_residual, duals=out.y
     )
@@ -167,6 +242,6 @@ def verify(
             res.raw_status += (
                 f" (rejected by the KKT check: primal residual "
                 f"{report.primal_residual:.1e}, dual residual "
-                f"{report.dual_residual:.1e}, gap {report.gap:.1e})"
+                f"{report.dual_residual:.1e}, relative gap {report.relative_gap:.1e})"
             )
     return res

@@ -124,11 +124,16 @@ def _expand(blocks: list[Block]) -> list[str]:
 
 @dataclasses.dataclass
 class KKTReport:
-    """Residuals of a candidate primal-dual pair (see :func:`check_kkt`).
+    """Residuals of a candidate primal-dual pair (see :func:`check_kkt`), all relative, so that
+    they are invariant to any rescaling of rows, columns or the objective.
 
-    ``primal_residual``: largest row/bound violation relative to 1 + |bound|.
-    ``dual_residual``: largest multiplier that points at an infinite bound (dual infeasibility),
-    relative to 1 + max(|c|, |P x|). ``gap``: f(x) - g(y), absolute.
+    ``primal_residual``: the largest violation of a row, relative to that row's own scale
+    ``max_j |A_ij| * ||x||_inf + |bound_i|``, or of a column bound, relative to
+    ``||x||_inf + |bound_j|``. ``dual_residual``: the largest multiplier that points at an
+    infinite bound (dual infeasibility), relative to that column's scale
+    ``|c_j| + max_i |P_ij| ||x||_inf + max_i |A_ij| ||y||_inf`` (a row multiplier relative to
+    ``||y||_inf``). ``gap``: f(x) - g(y), absolute;
+    ``gap_scale``: the sum of the magnitudes of the terms of f and g.
     """
 
     primal_residual: float
@@ -136,33 +141,53 @@ class KKTReport:
     dual_objective: float
     primal_objective: float
     gap: float
+    gap_scale: float = 0.0
+
+    @property
+    def relative_gap(self) -> float:
+        """``gap / gap_scale`` (0 when both are 0)."""
+        if self.gap_scale <= 0.0:
+            return 0.0 if self.gap == 0.0 else np.inf
+        return float(self.gap / self.gap_scale)
 
     def ok(self, feas_tol: float, gap_tol: float) -> bool:
-        """Both residuals within ``feas_tol`` and the relative gap within ``gap_tol``."""
-        rel_gap = self.gap / max(1.0, abs(self.primal_objective))
+        """Both residuals within ``feas_tol`` and ``|relative gap|`` within ``gap_tol``."""
         return (
             self.primal_residual <= feas_tol
             and self.dual_residual <= feas_tol
-            and rel_gap <= gap_tol
+            and abs(self.relative_gap) <= gap_tol
         )
 
 
-def _violation(lhs: np.ndarray, rhs: np.ndarray) -> float:
-    """max over finite rhs of (lhs - rhs) / (1 + |rhs|), or 0."""
+def _abs_max(M: sp.spmatrix, axis: int) -> np.ndarray:
+    """Largest |entry| per row (axis=1) or per column (axis=0) of a sparse matrix."""
+    return np.asarray(abs(M).max(axis=axis).todense()).ravel()
+
+
+def _violation(lhs: np.ndarray, rhs: np.ndarray, scale: np.ndarray) -> float:
+    """max over finite rhs of (lhs - rhs) / (scale + |rhs|), or 0 (0/0 reads as 0)."""
     fin = np.isfinite(rhs)
     if not fin.any():
         return 0.0
-    return float(max(0.0, np.max((lhs[fin] - rhs[fin]) / (1.0 + np.abs(rhs[fin])))))
+    excess = lhs[fin] - rhs[fin]
+    denom = scale[fin] + np.abs(rhs[fin])
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.where(excess > 0, excess / denom, 0.0)
+    rel = np.where(np.isnan(rel), np.inf, rel)
+    return float(max(0.0, np.max(rel)))
 
 
 def primal_residual(qp: QPData, x: np.ndarray) -> float:
-    """Largest violation of a row or a bound, scaled by 1 + |bound|."""
+    """Largest violation of a row or a bound, relative to its own scale (see KKTReport)."""
     ax = qp.A @ x
+    x_inf = float(np.max(np.abs(x), initial=0.0))
+    row_scale = _abs_max(qp.A, 1) * x_inf if qp.n_rows else np.zeros(0)
+    col_scale = np.full(qp.n_cols, x_inf)
     return max(
-        _violation(-ax, -qp.row_lo),
-        _violation(ax, qp.row_hi),
-        _violation(-x, -qp.col_lo),
-        _violation(x, qp.col_hi),
+        _violation(-ax, -qp.row_lo, row_scale),
+        _violation(ax, qp.row_hi, row_scale),
+        _violation(-x, -qp.col_lo, col_scale),
+        _violation(x, qp.col_hi, col_scale),
     )
 
 
@@ -175,26 +200,38 @@ def check_kkt(qp: QPData, x: np.ndarray, y: np.ndarray | None) -> KKTReport:
     f = qp.objective(x)
     pres = primal_residual(qp, x)
     if y is None:
-        return KKTReport(pres, np.inf, -np.inf, f, np.inf)
+        return KKTReport(pres, np.inf, -np.inf, f, np.inf, abs(f))
     z = qp.c - qp.A.T @ y
     g = qp.offset
-    scale = 1.0 + float(np.max(np.abs(qp.c), initial=0.0))
+    x_inf = float(np.max(np.abs(x), initial=0.0))
+    y_inf = float(np.max(np.abs(y), initial=0.0))
+    col_scale = np.abs(qp.c) + (_abs_max(qp.A, 0) * y_inf if qp.n_rows else 0.0)
+    terms = float(np.abs(qp.c) @ np.abs(x)) + abs(qp.offset)
     if not qp.is_lp:
         px = qp.P @ x
         z = z + px
-        g -= 0.5 * float(x @ px)
-        scale += float(np.max(np.abs(px), initial=0.0))
-    g_rows, bad_rows = _bound_term(y, qp.row_lo, qp.row_hi)
-    g_cols, bad_cols = _bound_term(z, qp.col_lo, qp.col_hi)
+        xpx = float(x @ px)
+        g -= 0.5 * xpx
+        terms += abs(xpx)
+        col_scale = col_scale + _abs_max(qp.P, 0) * x_inf
+    g_rows, bad_rows, mag_rows = _bound_term(y, qp.row_lo, qp.row_hi, np.full(qp.n_rows, y_inf))
+    g_cols, bad_cols, mag_cols = _bound_term(z, qp.col_lo, qp.col_hi, col_scale)
     g += g_rows + g_cols
-    return KKTReport(pres, max(bad_rows, bad_cols) / scale, g, f, float(f - g))
+    return KKTReport(pres, max(bad_rows, bad_cols), g, f, float(f - g), terms + mag_rows + mag_cols)
 
 
-def _bound_term(m: np.ndarray, lo: np.ndarray, hi: np.ndarray) -> tuple[float, float]:
-    """(sum of m_i times the bound it presses on, largest |m_i| pressing on an infinite bound)."""
+def _bound_term(
+    m: np.ndarray, lo: np.ndarray, hi: np.ndarray, scale: np.ndarray
+) -> tuple[float, float, float]:
+    """(sum of m_i times the bound it presses on, largest relative |m_i| pressing on an infinite
+    bound, relative to ``scale``, sum of the magnitudes |m_i * bound_i|)."""
     pos = m > 0
     on_lo = pos & np.isfinite(lo)
     on_hi = ~pos & np.isfinite(hi)
     val = float(m[on_lo] @ lo[on_lo] + m[on_hi] @ hi[on_hi])
-    bad = np.abs(m[~(on_lo | on_hi)])
-    return val, float(bad.max(initial=0.0))
+    mag = float(np.abs(m[on_lo]) @ np.abs(lo[on_lo]) + np.abs(m[on_hi]) @ np.abs(hi[on_hi]))
+    free = ~(on_lo | on_hi)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = np.abs(m[free]) / scale[free]
+    rel = np.where(np.isnan(rel), 0.0, rel)
+    return val, float(rel.max(initial=0.0)), mag

@@ -24,6 +24,17 @@ from solvers.errors import (
     UnboundedError,
 )
 
+CERTIFICATE_TOL = 1e-6
+"""The one tolerance behind "optimal" and "certified", for every problem and strategy: the
+relative gap ``(objective - bound) / scale`` must lie in ``[-ROUNDOFF_TOL, CERTIFICATE_TOL]``,
+where ``bound`` is a proven lower bound on the optimum and ``scale`` the problem's natural scale
+(see each problem's ``natural_scale``; e.g. the LAD objective of the best constant fit). Being
+relative to that scale, the check means the same on data rescaled by any factor."""
+
+ROUNDOFF_TOL = 1e-9
+"""A relative gap below ``-ROUNDOFF_TOL`` means the "bound" exceeds the objective: it is not a
+bound, and the result is a numerical error, never optimal."""
+
 
 class TerminationCondition(str, enum.Enum):
     """Why the solver (or strategy) stopped."""
@@ -31,7 +42,15 @@ class TerminationCondition(str, enum.Enum):
     OPTIMAL = "optimal"
     """Converged, and the toolkit's own check (gap / KKT residual) confirmed it."""
     CERTIFIED = "certified"
-    """A decomposition strategy stopped with a proof of optimality (e.g. AID's sign-purity)."""
+    """A decomposition strategy stopped with a proof of optimality (AID's sign purity) *and* the
+    problem-level gap is within :data:`CERTIFICATE_TOL`."""
+    CONVERGED = "converged"
+    """The strategy met its own stopping rule (e.g. SMO's maximal violation <= tol), but the
+    problem-level gap is above :data:`CERTIFICATE_TOL`; ``gap`` says how far the answer is proven
+    to be. Tighten the strategy's ``tol`` to reach a certificate."""
+    ESTIMATE = "estimate"
+    """A one-shot estimator (a sketched closed form) returned its estimate; it is not an optimum
+    and ``extra['rel_error']`` / ``gap`` give its measured distance."""
     GAP_LIMIT = "gap_limit"
     """Stopped at the user's gap tolerance; the solution is within ``gap`` of optimal."""
     ITERATION_LIMIT = "iteration_limit"
@@ -45,8 +64,10 @@ class TerminationCondition(str, enum.Enum):
     INFEASIBLE_OR_UNBOUNDED = "infeasible_or_unbounded"
     """The solver could not tell which; solve the feasibility problem to find out."""
     NUMERICAL_ERROR = "numerical_error"
-    """The solver reported success but the toolkit's check failed, or the solver gave up on
-    numerics; rescale the data or try another solver (``--solver``)."""
+    """The solver reported success but the toolkit's check failed, the solver gave up on
+    numerics, an iteration diverged, or a solver called an always-feasible, bounded training
+    problem infeasible / unbounded; ``raw_status`` says which. Rescale the data or try another
+    solver (``--solver``)."""
     ERROR = "error"
     """The solver failed for another reason; see ``raw_status``."""
 
@@ -76,6 +97,8 @@ _ERROR_FOR = {
     TerminationCondition.TIME_LIMIT: LimitReachedError,
     TerminationCondition.GAP_LIMIT: LimitReachedError,
     TerminationCondition.NUMERICAL_ERROR: NumericalError,
+    TerminationCondition.CONVERGED: LimitReachedError,
+    TerminationCondition.ESTIMATE: LimitReachedError,
     TerminationCondition.ERROR: SolveError,
 }
 
@@ -91,9 +114,11 @@ class SolveResult:
     objective:
         The objective of ``design/formulations.md`` evaluated *by the toolkit* at ``x``.
     bound:
-        A proven bound on the optimum (a dual objective, AID's F), or ``None``.
+        A proven lower bound on the optimum (a dual objective, AID's F), or ``None``.
     gap:
-        Relative gap ``(objective - bound) / max(1, |objective|)`` where a bound is known.
+        Relative gap ``(objective - bound) / scale`` where a bound is known (see
+        :func:`relative_gap`); ``scale`` is the problem's natural scale, ``certificate_tol`` the
+        tolerance the gap was checked against.
     x:
         The main solution vector (LAD beta, SVM w or alpha, KLR alpha, ridge x).
     extra:
@@ -113,7 +138,15 @@ class SolveResult:
     solver_version: str = ""
     raw_status: str = ""
     strategy: str = "full"
+    scale: float | None = None
+    certificate_tol: float = CERTIFICATE_TOL
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
+
+    @property
+    def certified(self) -> bool:
+        """True when the problem-level certificate holds: a proven bound within
+        ``certificate_tol`` of the objective, relative to the natural scale."""
+        return gap_within(self.gap, self.certificate_tol)
 
     @property
     def is_optimal(self) -> bool:
@@ -143,13 +176,62 @@ class SolveResult:
         )
 
 
-def relative_gap(objective: float, bound: float | None) -> float | None:
-    """``(objective - bound) / max(1, |objective|)``, or ``None`` without a bound.
+def relative_gap(objective: float, bound: float | None, scale: float | None) -> float | None:
+    """``(objective - bound) / scale``, or ``None`` without a finite bound.
 
-    Round-off can make a valid gap slightly negative; values in (-1e-12, 0) read as 0. A
-    larger negative gap is returned as it is: it means the bound is not a bound.
+    ``scale`` is the problem's natural scale (a positive number that scales with the data, so
+    that the gap is invariant to rescaling); ``None`` or 0 falls back to
+    ``max(|objective|, |bound|)``, and a gap of exactly 0 over a zero scale is 0. Round-off can
+    make a valid gap slightly negative; values in ``[-ROUNDOFF_TOL, 0)`` read as 0. A larger
+    negative gap is returned as it is: it means the bound is not a bound.
     """
     if bound is None or not np.isfinite(bound) or not np.isfinite(objective):
         return None
-    gap = float((objective - bound) / max(1.0, abs(objective)))
-    return 0.0 if -1e-12 < gap < 0.0 else gap
+    diff = float(objective - bound)
+    if not scale or not np.isfinite(scale) or scale <= 0:
+        scale = max(abs(float(objective)), abs(float(bound)))
+    if scale == 0.0:
+        return 0.0 if diff == 0.0 else float(np.sign(diff)) * np.inf
+    gap = diff / float(scale)
+    return 0.0 if -ROUNDOFF_TOL <= gap < 0.0 else gap
+
+
+def gap_within(gap: float | None, tol: float = CERTIFICATE_TOL) -> bool:
+    """True when ``gap`` is known, not negative beyond round-off, and at most ``tol``."""
+    return gap is not None and -ROUNDOFF_TOL <= gap <= tol
+
+
+def certify(
+    res: SolveResult,
+    scale: float | None,
+    *,
+    tol: float = CERTIFICATE_TOL,
+    failure: TerminationCondition = TerminationCondition.CONVERGED,
+) -> SolveResult:
+    """Apply the one certificate rule to a result whose ``objective`` and ``bound`` are set.
+
+    The gap is recomputed relative to ``scale``. A result that claims OPTIMAL / CERTIFIED keeps
+    the claim (with ``solution_status`` OPTIMAL) only when :func:`gap_within` holds; otherwise it
+    becomes ``failure`` (CONVERGED for a strategy that stopped on its own rule,
+    NUMERICAL_ERROR for a solver whose "optimal" failed the check). A bound above the objective
+    beyond round-off is a numerical error whatever was claimed.
+    """
+    res.scale = None if scale is None else float(scale)
+    res.certificate_tol = float(tol)
+    if res.x is None:
+        return res
+    res.gap = relative_gap(res.objective, res.bound, res.scale)
+    claimed = res.termination in (TerminationCondition.OPTIMAL, TerminationCondition.CERTIFIED)
+    if res.gap is not None and res.gap < -ROUNDOFF_TOL:
+        res.termination = TerminationCondition.NUMERICAL_ERROR
+        res.solution_status = SolutionStatus.FEASIBLE
+        res.raw_status += f" (bound above the objective: relative gap {res.gap:.1e})"
+    elif claimed and not gap_within(res.gap, tol):
+        res.termination = failure
+        if res.solution_status is SolutionStatus.OPTIMAL:
+            res.solution_status = SolutionStatus.FEASIBLE
+        shown = "unknown" if res.gap is None else f"{res.gap:.1e}"
+        res.raw_status += f" (relative gap {shown} above the certificate tolerance {tol:.0e})"
+    elif claimed:
+        res.solution_status = SolutionStatus.OPTIMAL
+    return res

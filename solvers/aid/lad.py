@@ -298,7 +298,7 @@ def _result(st, agg, keep, n, p, fit_intercept, t0) -> SolveResult:
         objective=E,
         x=best[0],
         bound=F,
-        gap=relative_gap(E, F),
+        gap=relative_gap(E, F, None),
         iterations=st["iterations"],
         solve_time=time.perf_counter() - t0,
         solver="highs",

@@ -327,7 +327,7 @@ def _result(st, agg, keep, n, kernel, subsolver, t0, s) -> SolveResult:
     return SolveResult(
         termination=st["termination"],
         solution_status=SolutionStatus.OPTIMAL if certified else SolutionStatus.FEASIBLE,
-        objective=E, x=x, bound=F, gap=relative_gap(E, F), iterations=st["iterations"],
+        objective=E, x=x, bound=F, gap=relative_gap(E, F, None), iterations=st["iterations"],
         solve_time=time.perf_counter() - t0, solver=solver, raw_status=st["raw"],
         strategy="aid", extra=extra,
     )
