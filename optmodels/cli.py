@@ -9,16 +9,23 @@
 
 ``--param`` keys that the problem declares (C, kernel, gamma, degree, coef0, alpha,
 fit_intercept, lam, bound_tol) configure the problem; the others (tol, time_limit, max_iter,
-form, ...) go to the strategy. Bad input exits with status 2 and a one-line message.
+form, ...) are strategy options, checked by the strategy's table (``solvers.options``). With
+``compare``, ``--param STRATEGY.KEY=VALUE`` (e.g. ``--param rfd.m=64``) sets one strategy's
+option and a bare ``--param KEY=VALUE`` goes to every compared strategy that has the option.
+
+Exit status: 0 done; 2 bad input (one line on stderr naming the fix); 3 the solve did not end
+at a verified optimum; 1 an internal error (one line; the traceback is written to a log file).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
 import tempfile
+import traceback
 from pathlib import Path
 from typing import Any
 
@@ -26,9 +33,21 @@ import numpy as np
 
 from optmodels.problems import PROBLEMS, make_problem
 from optmodels.validation import parse_param_strings
+from solvers.errors import SolveError
 
+EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
 EXIT_NOT_OPTIMAL = 3
+
+OPTIONAL_DEPENDENCIES = {
+    "matplotlib": "plot",
+    "pandas": "plot",
+    "ecos": "ecos",
+    "dask": "dask",
+    "sklearn": "compare",
+    "statsmodels": "compare",
+}
+"""Optional modules and the extra that installs them (``pip install "optmodels[extra]"``)."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -42,24 +61,31 @@ def _parser() -> argparse.ArgumentParser:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="problem or strategy parameter, repeatable (e.g. --param C=10)",
+        help="problem parameter or strategy option, repeatable (e.g. --param C=10); with "
+        "compare, STRATEGY.KEY=VALUE sets one strategy's option (e.g. --param rfd.m=64)",
     )
 
     s = sub.add_parser("solve", parents=[data_args], help="solve one problem with one strategy")
-    s.add_argument("problem", choices=sorted(PROBLEMS))
+    s.add_argument("problem", choices=sorted(PROBLEMS), help="the problem to solve")
     s.add_argument("--data", required=True, help="data file (.csv, .svm/.libsvm/.txt, .npz)")
-    s.add_argument("--strategy", default="full")
+    s.add_argument(
+        "--strategy",
+        default="full",
+        help="full (monolithic, default), aid, smo, block or a ridge sketch (e.g. pcg-fd)",
+    )
     s.add_argument(
         "--solver", default=None, help="backend for full solves (highs, clarabel, ecos, cholesky)"
     )
     s.add_argument("--json", action="store_true", help="print one JSON object")
     s.add_argument("--solution-out", default=None, metavar="FILE.npy")
-    s.add_argument("--verbose", action="store_true")
+    s.add_argument("--verbose", action="store_true", help="print the solver's progress")
 
     c = sub.add_parser("compare", parents=[data_args], help="strategies side by side")
-    c.add_argument("problem", nargs="?", default="lad", choices=sorted(PROBLEMS))
+    c.add_argument(
+        "problem", nargs="?", default="lad", choices=sorted(PROBLEMS), help="default lad"
+    )
     src = c.add_mutually_exclusive_group()
-    src.add_argument("--data", default=None)
+    src.add_argument("--data", default=None, help="data file (default: a generated instance)")
     src.add_argument(
         "--generate",
         default=None,
@@ -76,34 +102,83 @@ def _parser() -> argparse.ArgumentParser:
     c.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
 
     e = sub.add_parser("export", parents=[data_args], help="write the model as MPS or LP")
-    e.add_argument("problem", choices=sorted(p for p in PROBLEMS if p != "klr"))
-    e.add_argument("--data", required=True)
-    e.add_argument("--out", required=True, metavar="FILE.{mps,lp}")
+    e.add_argument(
+        "problem", choices=sorted(p for p in PROBLEMS if p != "klr"), help="the model to write"
+    )
+    e.add_argument("--data", required=True, help="data file (.csv, .svm/.libsvm/.txt, .npz)")
+    e.add_argument(
+        "--out", required=True, metavar="FILE.{mps,lp}", help="output file (suffix: the format)"
+    )
     e.add_argument("--form", default=None, help="model form (lad: primal/dual; svm: primal/dual)")
 
     g = sub.add_parser("generate", help="write a seeded synthetic instance")
-    g.add_argument("problem", choices=sorted(PROBLEMS))
-    g.add_argument("--n", type=int, required=True)
-    g.add_argument("--p", type=int, required=True)
-    g.add_argument("--seed", type=int, default=0)
-    g.add_argument("--out", required=True)
+    g.add_argument("problem", choices=sorted(PROBLEMS), help="the problem the data is for")
+    g.add_argument("--n", type=int, required=True, help="number of rows")
+    g.add_argument("--p", type=int, required=True, help="number of features")
+    g.add_argument("--seed", type=int, default=0, help="random seed (default 0)")
+    g.add_argument("--out", required=True, help="output file (.csv, .svm, .npz)")
     return ap
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Entry point of the console script; returns the exit status."""
+    """Entry point of the console script; returns the exit status.
+
+    A user error (bad value, missing file, a solve that ``require_optimal`` refused, a missing
+    optional dependency) prints one line and returns 2; anything else prints one line pointing
+    to a log file with the traceback and returns 1.
+    """
     args = _parser().parse_args(argv)
+    command = {"solve": _solve, "compare": _compare, "export": _export, "generate": _generate}
     try:
-        return {"solve": _solve, "compare": _compare, "export": _export, "generate": _generate}[
-            args.command
-        ](args)
-    except (ValueError, FileNotFoundError, OSError) as exc:
-        print(f"optmodels {args.command}: error: {_one_line(exc)}", file=sys.stderr)
-        return EXIT_BAD_INPUT
+        return command[args.command](args)
+    except (ValueError, OSError, SolveError) as exc:  # ValueError covers DataError, ExportError
+        return _error(args.command, _one_line(exc))
+    except ImportError as exc:
+        extra = OPTIONAL_DEPENDENCIES.get((exc.name or "").split(".")[0])
+        if extra is None:
+            return _internal_error(args.command, exc)
+        message = _one_line(exc)
+        if "optmodels[" not in message:
+            message = _missing(exc.name or "", extra, message)
+        return _error(args.command, message)
+    except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into a log file
+        return _internal_error(args.command, exc)
+
+
+def _error(command: str, message: str) -> int:
+    print(f"optmodels {command}: error: {message}", file=sys.stderr)
+    return EXIT_BAD_INPUT
+
+
+def _internal_error(command: str, exc: BaseException) -> int:
+    fd, log = tempfile.mkstemp(prefix=f"optmodels-{command}-", suffix=".log")
+    with os.fdopen(fd, "w") as fh:
+        fh.write(traceback.format_exc())
+    print(
+        f"optmodels {command}: internal error: {_one_line(exc) or type(exc).__name__} "
+        f"(details in {log})",
+        file=sys.stderr,
+    )
+    return EXIT_INTERNAL
 
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split())
+
+
+def _missing(module: str, extra: str, why: str) -> str:
+    return f"{why}; {module} is optional: install it with pip install \"optmodels[{extra}]\""
+
+
+def _require(module: str, feature: str) -> None:
+    """Import the optional ``module`` now, before any work, or explain how to install it."""
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        extra = OPTIONAL_DEPENDENCIES[module]
+        raise ModuleNotFoundError(
+            _missing(module, extra, f"{feature} needs {module}"), name=module
+        ) from None
 
 
 def _load(args: argparse.Namespace) -> Any:
@@ -112,12 +187,46 @@ def _load(args: argparse.Namespace) -> Any:
     return load(args.data, target=args.target, weight=args.weight)
 
 
-def _split_params(problem_name: str, pairs: list[str]) -> tuple[dict[str, str], dict[str, Any]]:
-    params = parse_param_strings(pairs)
+def _split_params(
+    problem_name: str, pairs: list[str], strategies: list[str]
+) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
+    """Problem parameters, and each strategy's options (values stay strings: the tables
+    convert them). ``S.KEY=V`` goes to strategy S; a bare key is a problem parameter if the
+    problem declares it, else an option of every strategy in ``strategies`` that has it."""
+    from optmodels.strategies import options_for
+
     declared = PROBLEMS[problem_name].PARAMS
-    model = {k: v for k, v in params.items() if k in declared}
-    strategy = {k: _literal(v) for k, v in params.items() if k not in declared}
-    return model, strategy
+    model: dict[str, str] = {}
+    options: dict[str, dict[str, str]] = {s: {} for s in strategies}
+    for key, value in parse_param_strings(pairs).items():
+        strategy, dot, name = key.rpartition(".")
+        if dot:
+            if strategy not in options:
+                raise ValueError(
+                    f"--param {key}: {strategy!r} is not among the strategies run "
+                    f"({', '.join(strategies)}); write --param STRATEGY.KEY=VALUE for one of them."
+                )
+            options[strategy][name] = value
+        elif key in declared:
+            model[key] = value
+        else:
+            owners = [s for s in strategies if key in options_for(problem_name, s)]
+            if not owners:
+                raise ValueError(_unknown_param(problem_name, key, strategies))
+            for s in owners:
+                options[s][key] = value
+    return model, options
+
+
+def _unknown_param(problem_name: str, key: str, strategies: list[str]) -> str:
+    from optmodels.strategies import options_for
+
+    names = sorted({n for s in strategies for n in options_for(problem_name, s)})
+    return (
+        f"Unknown parameter {key!r}: not a parameter of {problem_name} "
+        f"({', '.join(PROBLEMS[problem_name].PARAMS)}) nor an option of strategy "
+        f"{', '.join(strategies)} ({', '.join(names)})."
+    )
 
 
 def _literal(text: str) -> Any:
@@ -130,8 +239,12 @@ def _literal(text: str) -> Any:
 
 
 def _solve(args: argparse.Namespace) -> int:
+    from optmodels.strategies import options_for
+
+    options_for(args.problem, args.strategy)  # an unknown strategy fails before loading data
+    model_params, per_strategy = _split_params(args.problem, args.param, [args.strategy])
+    options: dict[str, Any] = per_strategy[args.strategy]
     data = _load(args)
-    model_params, options = _split_params(args.problem, args.param)
     problem = make_problem(args.problem, data.X, data.y, data.sample_weight, model_params)
     if args.solver is not None:
         options["solver"] = args.solver
@@ -166,8 +279,15 @@ def _save_npy(path: str, x: np.ndarray) -> None:
 def _compare(args: argparse.Namespace) -> int:
     from optmodels.compare import compare
     from optmodels.problems import DEFAULT_STRATEGIES, default_instance
+    from optmodels.strategies import options_for
 
-    model_params, options = _split_params(args.problem, args.param)
+    if args.plot:
+        _require("matplotlib", "--plot")
+    names = args.strategies.split(",") if args.strategies else DEFAULT_STRATEGIES[args.problem]
+    names = list(dict.fromkeys(["full", *names]))  # full is the reference
+    for name in names:
+        options_for(args.problem, name)
+    model_params, options = _split_params(args.problem, args.param, names)
     if args.data:
         data = _load(args)
         problem = make_problem(args.problem, data.X, data.y, data.sample_weight, model_params)
@@ -176,10 +296,7 @@ def _compare(args: argparse.Namespace) -> int:
         problem = default_instance(
             args.problem, {k: _literal(v) for k, v in gen.items()}, model_params
         )
-    names = args.strategies.split(",") if args.strategies else DEFAULT_STRATEGIES[args.problem]
-    table = compare(
-        problem, names, options={s: dict(options) for s in names}, progress=not args.quiet
-    )
+    table = compare(problem, names, options=options, progress=not args.quiet)
     if args.json:
         print(json.dumps(table.records))
     else:
@@ -193,12 +310,14 @@ def _export(args: argparse.Namespace) -> int:
     from optmodels.export import write
 
     data = _load(args)
-    model_params, options = _split_params(args.problem, args.param)
-    if options:
+    params = parse_param_strings(args.param)
+    unknown = [k for k in params if k not in PROBLEMS[args.problem].PARAMS]
+    if unknown:
         raise ValueError(
-            f"Unknown parameter(s) {', '.join(options)} for export of {args.problem}; "
+            f"Unknown parameter(s) {', '.join(unknown)} for export of {args.problem}; "
             f"valid ones are {', '.join(PROBLEMS[args.problem].PARAMS)}."
         )
+    model_params = params
     problem = make_problem(args.problem, data.X, data.y, data.sample_weight, model_params)
     write(problem, args.out, form=args.form)
     print(f"wrote {args.out}")

@@ -130,7 +130,8 @@ def compare(
 ) -> Comparison:
     """Run each strategy on ``problem`` and tabulate it against ``reference``.
 
-    ``options`` maps a strategy name to its keyword options. ``progress`` prints one line per
+    ``options`` maps a strategy name to its keyword options (e.g. ``{"rfd": {"m": 64}}``),
+    each checked by the strategy's table before any strategy runs. ``progress`` prints one line per
     strategy to stderr; ``memory`` traces peak Python/numpy allocations (slows Python code a
     little; the solvers' own C/C++ memory is not traced).
     """
@@ -141,7 +142,7 @@ def compare(
         raise ValueError(
             f"Unknown strategy {bad[0]!r} for {problem.NAME}; choose from {', '.join(known)}."
         )
-    options = options or {}
+    options = _checked_options(problem, names, options or {})
     results: dict[str, SolveResult] = {}
     records = []
     for i, name in enumerate(names, 1):
@@ -171,6 +172,21 @@ def compare(
         [r for r in records if r["strategy"] in strategies or r["strategy"] == reference],
         results,
     )
+
+
+def _checked_options(
+    problem: Any, names: list[str], options: dict[str, dict[str, Any]]
+) -> dict[str, dict[str, Any]]:
+    """Each strategy's options validated by its table before anything runs."""
+    from optmodels.strategies import check_strategy_options
+
+    stray = sorted(set(options) - set(names))
+    if stray:
+        raise ValueError(
+            f"Options given for strategy {stray[0]!r}, which is not compared; "
+            f"the compared strategies are {', '.join(names)}."
+        )
+    return {s: check_strategy_options(problem.NAME, s, options.get(s, {})) for s in names}
 
 
 def _relate(records: list[dict[str, Any]], results: dict[str, SolveResult], reference: str) -> None:

@@ -7,21 +7,25 @@ at the returned solution, so every strategy is comparable with the ``"full"`` so
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Callable
 from typing import Any
 
-from solvers.result import SolveResult
+from solvers.errors import SolveError
+from solvers.options import FULL, OptionTable, validate_options
+from solvers.result import SolutionStatus, SolveResult, TerminationCondition
 
 Runner = Callable[..., SolveResult]
 _REGISTRY: dict[str, dict[str, Runner]] = {"lad": {}, "svm": {}, "klr": {}, "ridge": {}}
+_OPTIONS: dict[str, dict[str, OptionTable]] = {name: {} for name in _REGISTRY}
 
 
-def register(problem: str, name: str) -> Callable[[Runner], Runner]:
-    """Decorator: make ``fn(problem, **options)`` the strategy ``name`` of ``problem``."""
+def register(problem: str, name: str, options: OptionTable) -> Callable[[Runner], Runner]:
+    """Decorator: make ``fn(problem, **options)`` the strategy ``name`` of ``problem``, whose
+    options are declared (and validated) by the table ``options``."""
 
     def deco(fn: Runner) -> Runner:
         _REGISTRY[problem][name] = fn
+        _OPTIONS[problem][name] = options
         return fn
 
     return deco
@@ -33,46 +37,53 @@ def strategies_for(problem: str) -> list[str]:
     return sorted(_REGISTRY[problem])
 
 
-def run_strategy(problem: Any, strategy: str, **options: Any) -> SolveResult:
-    """Run ``strategy`` on ``problem``; unknown names list the choices."""
+def options_for(problem: str, strategy: str) -> OptionTable:
+    """The option table of ``strategy`` of ``problem`` (see :mod:`solvers.options`)."""
     _load()
-    table = _REGISTRY[problem.NAME]
+    _check_strategy(problem, strategy)
+    return _OPTIONS[problem][strategy]
+
+
+def check_strategy_options(problem: str, strategy: str, options: dict[str, Any]) -> dict:
+    """``options`` converted and validated by the strategy's table (DataError otherwise)."""
+    owner = f"strategy {strategy!r} of {problem}"
+    return validate_options(options_for(problem, strategy), options, owner)
+
+
+def _check_strategy(problem: str, strategy: str) -> None:
+    table = _REGISTRY[problem]
     if strategy not in table:
         raise ValueError(
-            f"Unknown strategy {strategy!r} for {problem.NAME}; "
+            f"Unknown strategy {strategy!r} for {problem}; "
             f"choose one of {', '.join(sorted(table))}."
         )
-    runner = table[strategy]
-    check_options(
-        problem.solve_full if runner is _full else runner,
-        options,
-        f"strategy {strategy!r} of {problem.NAME}",
-    )
-    result = runner(problem, **options)
+
+
+def run_strategy(problem: Any, strategy: str, **options: Any) -> SolveResult:
+    """Run ``strategy`` on ``problem`` with its options validated by the strategy's table.
+
+    A strategy's internal RuntimeError (e.g. a subproblem the backend could not solve) gives
+    a NUMERICAL_ERROR result without a solution whose ``raw_status`` is the message."""
+    options = check_strategy_options(problem.NAME, strategy, options)
+    runner = _REGISTRY[problem.NAME][strategy]
+    try:
+        result = runner(problem, **options)
+    except SolveError:
+        raise
+    except RuntimeError as exc:
+        result = _failed(exc)
     result.strategy = strategy
-    return result
+    # One meaning of "optimal" for every strategy: the problem-level certificate (a full solve
+    # certifies itself, with NUMERICAL_ERROR as the failure).
+    return problem.certify(result)
 
 
-def check_options(
-    fn: Callable[..., Any], options: dict[str, Any], owner: str, fixed: set[str] = frozenset()
-) -> None:
-    """Refuse option names that ``fn`` does not take (or that the problem fixes), listing the
-    ones a user may set."""
-    params = inspect.signature(fn).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in params.values()):
-        return
-    valid = [
-        n
-        for n, p in params.items()
-        if n not in fixed
-        and (p.kind is inspect.Parameter.KEYWORD_ONLY or p.default is not inspect.Parameter.empty)
-    ]
-    unknown = sorted(set(options) - set(valid))
-    if unknown:
-        raise ValueError(
-            f"Unknown option(s) {', '.join(map(repr, unknown))} for {owner}; "
-            f"valid options are {', '.join(valid)}."
-        )
+def _failed(exc: RuntimeError) -> SolveResult:
+    return SolveResult(
+        TerminationCondition.NUMERICAL_ERROR,
+        SolutionStatus.NO_SOLUTION,
+        raw_status=f"{type(exc).__name__}: {exc}",
+    )
 
 
 def _full(problem: Any, **options: Any) -> SolveResult:
@@ -80,7 +91,7 @@ def _full(problem: Any, **options: Any) -> SolveResult:
 
 
 for _name in _REGISTRY:
-    register(_name, "full")(_full)
+    register(_name, "full", FULL[_name])(_full)
 
 _LOADED = False
 

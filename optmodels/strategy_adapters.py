@@ -3,7 +3,9 @@
 Each adapter passes the problem's validated data to an array-level routine and then evaluates
 the *problem's own* objective at the returned solution, so that ``objective`` means the same
 thing for every strategy of a problem (LAD: E(beta); SVM: the primal P(w, b) with the dual D as
-``bound``; KLR: f(alpha); ridge: f(x)). Options are checked against the routine's signature.
+``bound``; KLR: f(alpha); ridge: f(x)). Each strategy's options are declared by its table in
+:mod:`solvers.options`: ``routine``'s keywords minus those the problem fixes (a test keeps the
+two equal) and minus ``unused`` (keywords the routine takes but this strategy ignores).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from optmodels.strategies import register
+from solvers import options as opt
 from solvers.aid import aid_lad, aid_svm
 from solvers.result import SolveResult, relative_gap
 from solvers.sketch import RIDGE_METHODS, solve_ridge
@@ -27,19 +30,28 @@ RIDGE_REFERENCE_MAX_D = 2_000
 """Ridge strategies get the exact solution (for rel_error histories) when d is at most this."""
 
 
-def adapter(problem: str, name: str, routine: Callable[..., Any], fixed: set[str]):
-    """Register ``fn(problem, **options)`` whose options are ``routine``'s minus ``fixed``."""
+def adapter(
+    problem: str,
+    name: str,
+    routine: Callable[..., Any],
+    fixed: set[str],
+    table: opt.OptionTable,
+    unused: frozenset[str] = frozenset(),
+):
+    """Register ``fn(problem, **options)`` with the option ``table``, which declares
+    ``routine``'s keywords minus ``fixed`` (supplied by the problem) and ``unused``."""
 
     def deco(fn: Callable[..., SolveResult]) -> Callable[..., SolveResult]:
         fn.routine = routine  # type: ignore[attr-defined]
         fn.fixed = fixed  # type: ignore[attr-defined]
-        return register(problem, name)(fn)
+        fn.unused = unused  # type: ignore[attr-defined]
+        return register(problem, name, table)(fn)
 
     return deco
 
 
 # ---- LAD ----------------------------------------------------------------------------------------
-@adapter("lad", "aid", aid_lad, {"X", "y", "sample_weight", "fit_intercept"})
+@adapter("lad", "aid", aid_lad, {"X", "y", "sample_weight", "fit_intercept"}, opt.AID_LAD)
 def _lad_aid(problem: Any, **options: Any) -> SolveResult:
     res = aid_lad(
         problem.X,
@@ -60,7 +72,7 @@ def _svm_weights(problem: Any) -> np.ndarray:
     return problem.box / problem.C
 
 
-@adapter("svm", "aid", aid_svm, {"X", "y", "C", "sample_weight", "kernel"})
+@adapter("svm", "aid", aid_svm, {"X", "y", "C", "sample_weight", "kernel"}, opt.AID_SVM)
 def _svm_aid(problem: Any, **options: Any) -> SolveResult:
     kernel = None if problem.kernel == "linear" else problem.kernel_
     res = aid_svm(
@@ -124,8 +136,8 @@ def _svm_dual_runner(routine: Callable[..., SolveResult]) -> Callable[..., Solve
 
 
 _SVM_FIXED = {"X", "y", "C", "sample_weight", "class_weight", "kernel"}
-adapter("svm", "smo", smo_svm, _SVM_FIXED)(_svm_dual_runner(smo_svm))
-adapter("svm", "block", block_svm, _SVM_FIXED)(_svm_dual_runner(block_svm))
+adapter("svm", "smo", smo_svm, _SVM_FIXED, opt.SMO_SVM)(_svm_dual_runner(smo_svm))
+adapter("svm", "block", block_svm, _SVM_FIXED, opt.BLOCK_SVM)(_svm_dual_runner(block_svm))
 
 
 # ---- KLR ----------------------------------------------------------------------------------------
@@ -163,8 +175,8 @@ def _klr_runner(routine: Callable[..., SolveResult]) -> Callable[..., SolveResul
     return run
 
 
-adapter("klr", "smo", smo_klr, _KLR_FIXED)(_klr_runner(smo_klr))
-adapter("klr", "block", block_klr, _KLR_FIXED)(_klr_runner(block_klr))
+adapter("klr", "smo", smo_klr, _KLR_FIXED, opt.SMO_KLR)(_klr_runner(smo_klr))
+adapter("klr", "block", block_klr, _KLR_FIXED, opt.BLOCK_KLR)(_klr_runner(block_klr))
 
 
 # ---- Ridge --------------------------------------------------------------------------------------
@@ -188,8 +200,26 @@ def _ridge_runner(method: str) -> Callable[..., SolveResult]:
     return run
 
 
+def _with_sketch_size(method: str, run: Callable[..., SolveResult]) -> Callable[..., SolveResult]:
+    """Fill the sketch size m = min(256, d) when not given; refuse m > d (see
+    :func:`solvers.options.sketch_size`)."""
+
+    def sized(problem: Any, **options: Any) -> SolveResult:
+        owner = f"strategy {method!r} of ridge"
+        options["m"] = opt.sketch_size(options.get("m"), problem.Aw.shape[1], owner)
+        return run(problem, **options)
+
+    sized.__name__ = run.__name__
+    return sized
+
+
 for _method in RIDGE_METHODS:
     if _method != "cholesky":  # the full solve already is the Cholesky reference
-        adapter("ridge", _method, solve_ridge, {"A", "b", "gamma", "method"})(
-            _ridge_runner(_method)
-        )
+        adapter(
+            "ridge",
+            _method,
+            solve_ridge,
+            {"A", "b", "gamma", "method"},
+            opt.RIDGE[_method],
+            opt.ridge_unused(_method),
+        )(_with_sketch_size(_method, _ridge_runner(_method)))

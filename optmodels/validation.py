@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from solvers.errors import DataError
+from solvers.options import refuse_unknown
 
 
 @dataclasses.dataclass(frozen=True)
@@ -90,12 +91,7 @@ class Param:
 
 def validate_params(owner: str, table: Mapping[str, Param], given: Mapping[str, Any]) -> dict:
     """Check ``given`` against ``table``; return all parameters with defaults filled in."""
-    unknown = sorted(set(given) - set(table))
-    if unknown:
-        raise DataError(
-            f"Unknown parameter(s) {', '.join(map(repr, unknown))} for {owner}; "
-            f"valid parameters are {', '.join(sorted(table))}."
-        )
+    refuse_unknown(table, given, owner, "parameter")
     out = {}
     for name, spec in table.items():
         value = given.get(name, spec.default)

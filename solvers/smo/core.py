@@ -50,11 +50,15 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 
 import numba
 import numpy as np
 
+from solvers.numba_cache import ensure_writable_cache
 from solvers.smo.qmatrix import KIND_MATRIX, QMatrix, cache_slots
+
+ensure_writable_cache(os.path.dirname(__file__))  # before the first @njit(cache=True) below
 
 TAU = 1e-12
 """LIBSVM's tau': the curvature used when a_it <= 0."""

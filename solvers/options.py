@@ -1,0 +1,413 @@
+"""Every strategy option as data: one table per strategy, validated from the table.
+
+An :class:`Option` records an option's name, kind, default, allowed range or choices, meaning
+and the paper's symbol. :func:`validate_options` converts what a user gave (Python values, or
+the strings of the command line) and refuses anything else with one message template::
+
+    The 'tol' option of strategy 'full' of lad must be a float in the range [0, inf).
+    Got 'abc' instead.
+
+The tables mirror the keyword arguments of the routines they configure (``aid_lad``,
+``aid_svm``, ``smo_svm``, ``block_svm``, ``smo_klr``, ``block_klr``, ``solve_ridge`` and each
+problem's ``solve_full``) minus those the problem supplies; a test keeps them equal.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+import numbers
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+
+from solvers.aid.clustering import LAD_METHODS, SVM_METHODS
+from solvers.aid.lad import DEFAULT_LAD_CLUSTERS, SPLIT_RULES
+from solvers.aid.svm import DEFAULT_SVM_CLUSTERS
+from solvers.aid.svm_qp import SUBSOLVERS
+from solvers.errors import DataError
+from solvers.sketch.ridge import RIDGE_METHODS
+
+KINDS = ("int", "float", "bool", "choice", "array", "callable", "mapping", "object")
+"""Option kinds. The last four are Python-only values (arrays, callbacks, dicts, objects)."""
+
+_PYTHON_ONLY = {"array": "an array", "callable": "a callable", "mapping": "a dict",
+                "object": "a Python object"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Option:
+    """One strategy option: kind, default, accepted values, meaning and the paper's symbol.
+
+    ``low``/``high`` bound numbers (``closed`` says which ends are allowed: "both", "left",
+    "right", "neither"); ``choices`` are the accepted strings of a "choice" option (matched
+    without regard to case); ``none_ok`` accepts None (the string "none" on the command line);
+    ``fraction`` lets an "int" option also take a float in (0, 1], a share of n; ``or_array``
+    lets a "choice" option also take an array (e.g. your own cluster labels).
+    """
+
+    name: str
+    kind: str
+    default: Any
+    meaning: str
+    symbol: str = ""
+    low: float | None = None
+    high: float | None = None
+    closed: str = "both"
+    choices: tuple[str, ...] = ()
+    none_ok: bool = False
+    fraction: bool = False
+    or_array: bool = False
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"Option kind must be one of {KINDS}; got {self.kind!r}.")
+
+    def describe(self) -> str:
+        """The accepted values in words, e.g. "an int in the range [1, inf) or None"."""
+        if self.kind == "bool":
+            text = "a bool (true/false/1/0)"
+        elif self.kind == "choice":
+            text = f"one of {{{', '.join(map(repr, self.choices))}}}"
+            text += " or an array" if self.or_array else ""
+        elif self.kind in _PYTHON_ONLY:
+            text = f"{_PYTHON_ONLY[self.kind]} (from Python only)"
+        else:
+            text = f"{'an int' if self.kind == 'int' else 'a float'} in the range {self._range()}"
+            text += " or a fraction in (0, 1] of n" if self.fraction else ""
+        return text + (" or None" if self.none_ok else "")
+
+    def _range(self) -> str:
+        left = "[" if self.closed in ("left", "both") and self.low is not None else "("
+        right = "]" if self.closed in ("right", "both") and self.high is not None else ")"
+        lo = "-inf" if self.low is None else f"{self.low:g}"
+        hi = "inf" if self.high is None else f"{self.high:g}"
+        return f"{left}{lo}, {hi}{right}"
+
+    def convert(self, value: Any) -> Any:
+        """The value in its kind, or ValueError (the caller words the message)."""
+        if value is None or (isinstance(value, str) and value.lower() == "none"):
+            if self.none_ok:
+                return None
+            raise ValueError
+        if self.kind == "bool":
+            return _to_bool(value)
+        if self.kind == "choice":
+            return self._to_choice(value)
+        if self.kind in _PYTHON_ONLY:
+            return _to_python_only(self.kind, value)
+        return self._to_number(value)
+
+    def _to_choice(self, value: Any) -> Any:
+        if self.or_array and isinstance(value, (np.ndarray, list, tuple)):
+            return value
+        if isinstance(value, str):
+            for choice in self.choices:
+                if value.lower() == choice.lower():
+                    return choice
+        raise ValueError
+
+    def _to_number(self, value: Any) -> float | int:
+        if isinstance(value, str):
+            text = value.strip()
+            value = int(text) if text.lstrip("+-").isdigit() else float(text)
+        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
+            raise ValueError
+        v = float(value)
+        if math.isnan(v):
+            raise ValueError
+        if self.kind == "int":
+            if self.fraction and 0.0 < v <= 1.0 and not isinstance(value, numbers.Integral):
+                return v
+            if not v.is_integer():
+                raise ValueError
+            return self._in_range(int(v))
+        return self._in_range(v)
+
+    def _in_range(self, v: float | int) -> float | int:
+        low_ok = self.low is None or v > self.low or (v == self.low and self.closed in
+                                                      ("left", "both"))
+        high_ok = self.high is None or v < self.high or (v == self.high and self.closed in
+                                                         ("right", "both"))
+        if not (low_ok and high_ok) or (math.isinf(v) and self.high is not None):
+            raise ValueError
+        return v
+
+
+def _to_bool(value: Any) -> bool:
+    """Strict: a bool, or one of the strings true/false/1/0 (any case)."""
+    if isinstance(value, (bool, np.bool_)):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
+        return value.strip().lower() in ("true", "1")
+    raise ValueError
+
+
+def _to_python_only(kind: str, value: Any) -> Any:
+    if isinstance(value, str):
+        raise ValueError
+    if kind == "array" and not isinstance(value, (np.ndarray, list, tuple)):
+        raise ValueError
+    if kind == "callable" and not callable(value):
+        raise ValueError
+    if kind == "mapping" and not isinstance(value, Mapping):
+        raise ValueError
+    return value
+
+
+OptionTable = Mapping[str, Option]
+
+
+def table(*options: Option) -> dict[str, Option]:
+    """A table keyed by option name (names must be unique)."""
+    out = {o.name: o for o in options}
+    if len(out) != len(options):
+        raise ValueError("Option names in one table must be unique.")
+    return out
+
+
+def refuse_unknown(table: Mapping[str, Any], given: Mapping[str, Any], owner: str,
+                   noun: str) -> None:
+    """DataError listing the valid names when ``given`` has a name ``table`` does not."""
+    unknown = sorted(set(given) - set(table))
+    if unknown:
+        raise DataError(
+            f"Unknown {noun}(s) {', '.join(map(repr, unknown))} for {owner}; "
+            f"valid {noun}s are {', '.join(sorted(table))}."
+        )
+
+
+def validate_options(table: OptionTable, given: Mapping[str, Any], owner: str) -> dict[str, Any]:
+    """Convert and check ``given`` against ``table``; return the converted options.
+
+    Raises DataError (a ValueError) naming the option, the accepted values and, for an unknown
+    name, the valid option names. Options not given are left out (the routine's defaults apply).
+    """
+    refuse_unknown(table, given, owner, "option")
+    out = {}
+    for name, value in given.items():
+        spec = table[name]
+        try:
+            out[name] = spec.convert(value)
+        except (ValueError, TypeError, OverflowError):
+            raise DataError(
+                f"The {name!r} option of {owner} must be {spec.describe()}. "
+                f"Got {value!r} instead."
+            ) from None
+    return out
+
+
+def describe_table(table: OptionTable) -> str:
+    """One line per option: name, accepted values, default and meaning (for help texts)."""
+    lines = []
+    for o in table.values():
+        symbol = f" ({o.symbol})" if o.symbol else ""
+        lines.append(f"{o.name}{symbol}: {o.meaning} [{o.describe()}; default {o.default!r}]")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------- shared options
+def _verbose(meaning: str = "print progress lines") -> Option:
+    return Option("verbose", "bool", False, meaning)
+
+
+def _max_iter(default: int | None, meaning: str, symbol: str = "") -> Option:
+    return Option("max_iter", "int", default, meaning, symbol, low=1, none_ok=default is None)
+
+
+def _time_limit(meaning: str = "wall-clock limit in seconds (TIME_LIMIT when reached)") -> Option:
+    return Option("time_limit", "float", None, meaning, low=0.0, closed="neither", none_ok=True)
+
+
+def _tol(default: float, meaning: str, symbol: str = "", *, zero_ok: bool = False) -> Option:
+    return Option("tol", "float", default, meaning, symbol, low=0.0,
+                  closed="left" if zero_ok else "neither")
+
+
+# ---------------------------------------------------------------------------- AID
+def _aid_common(default_clusters: int) -> tuple[Option, ...]:
+    return (
+        Option("n_clusters", "int", default_clusters,
+               "initial number of clusters (a float in (0, 1] is a share of n)", "|K^0|",
+               low=1, fraction=True),
+        Option("gap_tol", "float", 0.0,
+               "stop with GAP_LIMIT once (E_best - F) / E_best <= gap_tol (0: certify)",
+               "epsilon", low=0.0),
+        _max_iter(100, "AID iterations (ITERATION_LIMIT when reached)", "T"),
+        _time_limit(),
+        Option("split", "choice", "refine",
+               "split rule: 'sign' (the paper's 2-way) or 'refine' (4-way)", choices=SPLIT_RULES),
+        Option("zero_tol", "float", 1e-9,
+               "residuals (LAD) / margins (SVM) this close to zero fit either sign", low=0.0),
+        _verbose("print iteration, clusters, F, E, gap"),
+        Option("seed", "int", 0, "seed of the subsample / k-means of the initial clustering",
+               low=0),
+    )
+
+
+AID_LAD = table(
+    *_aid_common(DEFAULT_LAD_CLUSTERS),
+    Option("init", "choice", "band", "initial clustering method, or your labels (one per row)",
+           choices=LAD_METHODS, or_array=True),
+    Option("warm_start", "bool", True,
+           "keep the HiGHS model and basis between iterations"),
+    Option("sift", "bool", True,
+           "with warm_start: fix pure clusters at a bound so the simplex prices few columns"),
+    Option("callback", "callable", None,
+           "callback(iteration, highs, labels) after each aggregated solve", none_ok=True),
+)
+
+AID_SVM = table(
+    *_aid_common(DEFAULT_SVM_CLUSTERS),
+    Option("init", "choice", "auto",
+           "initial clustering: 'auto' = band (linear) / kmeans (kernel), or your labels",
+           choices=("auto", *SVM_METHODS), or_array=True),
+    Option("subsolver", "choice", "clarabel", "solver of the aggregated linear primal",
+           choices=SUBSOLVERS),
+)
+
+
+# ---------------------------------------------------------------------------- SMO / block
+_CACHE_MB = Option("cache_mb", "float", 200.0, "kernel column cache budget in MB",
+                   low=0.0, closed="neither")
+_SHRINKING = Option("shrinking", "bool", True, "LIBSVM shrinking of the working set")
+_ALPHA0 = Option("alpha0", "array", None, "warm start alpha (clipped into the box)",
+                 "alpha^0", none_ok=True)
+_CACHE_DTYPE = Option("cache_dtype", "choice", "auto",
+                      "storage of cached kernel columns ('auto': float32 only when Q does not "
+                      "fit cache_mb in float64)", choices=("auto", "float64", "float32"))
+_Q = Option("q", "int", 10, "working-set size of the block subproblems", "q", low=2)
+_SMO_TOL = "stop when max_{I_up} m - min_{I_low} m <= tol"
+
+SMO_SVM = table(
+    _tol(1e-3, _SMO_TOL, "tau"), _CACHE_MB, _SHRINKING,
+    _max_iter(10_000_000, "SMO steps (ITERATION_LIMIT when reached)"), _ALPHA0, _CACHE_DTYPE,
+    _verbose(),
+)
+BLOCK_SVM = table(
+    _Q, _tol(1e-3, _SMO_TOL, "tau"), _CACHE_MB,
+    _max_iter(100_000, "block steps (ITERATION_LIMIT when reached)"), _verbose(),
+)
+SMO_KLR = table(
+    _tol(1e-6, _SMO_TOL, "tau"), _CACHE_MB, _SHRINKING,
+    _max_iter(10_000_000, "SMO steps (ITERATION_LIMIT when reached)"), _ALPHA0,
+    Option("sparse_tol", "float", 1e-3,
+           "row i is support when alpha_i > gamma_i + sparse_tol * C_i", low=0.0),
+    _CACHE_DTYPE, _verbose(),
+)
+BLOCK_KLR = table(
+    _Q, _tol(1e-6, _SMO_TOL, "tau"),
+    Option("solver", "choice", "CLARABEL", "CVXPY solver of the block subproblems",
+           choices=("CLARABEL", "ECOS")),
+    _CACHE_MB, _max_iter(100_000, "block steps (ITERATION_LIMIT when reached)"), _verbose(),
+)
+
+
+# ---------------------------------------------------------------------------- ridge sketches
+DEFAULT_SKETCH_SIZE = 256
+"""The sketch size m when not given is min(DEFAULT_SKETCH_SIZE, d) (see sketch_size)."""
+
+
+def sketch_size(m: int | None, d: int, owner: str) -> int:
+    """The sketch size ``m``: min(256, d) when None; a given m must be at most d."""
+    if m is None:
+        return min(DEFAULT_SKETCH_SIZE, d)
+    if m > d:
+        raise DataError(
+            f"The 'm' option of {owner} (sketch size) must be at most d = {d}, the number of "
+            f"features; got {m}. Give m <= {d} or leave it out to use min(256, d) = "
+            f"{min(DEFAULT_SKETCH_SIZE, d)}."
+        )
+    return m
+
+
+_RIDGE_COMMON = (
+    Option("m", "int", None,
+           "sketch size (rows of B or S), at most d; default min(256, d); a larger m is an "
+           "error", "ell", low=1, none_ok=True),
+    _tol(1e-10, "stop with OPTIMAL once ||grad f(x)|| <= tol ||A'b||", "epsilon", zero_ok=True),
+    Option("x_star", "array", None,
+           "the exact solution, to record ||x_t - x*|| / ||x*|| (the toolkit passes it for "
+           "d <= 2000)", "x*", none_ok=True),
+    Option("block_size", "int", 4096, "rows per block when streaming A through a sketch", low=1),
+    _verbose("print one line per iteration"),
+)
+_RIDGE_MAX_ITER = _max_iter(10, "iterations (passes over A)", "t")
+_RIDGE_SEED = Option("seed", "int", 0, "seed of the random sketches", low=0, none_ok=True)
+_RIDGE_SKETCH = Option("sketch", "object", None,
+                       "a finished FrequentDirections sketch of A with m rows to reuse",
+                       none_ok=True)
+
+RIDGE_FD_FAMILIES = ("fdrr", "rfdrr", "fd", "rfd", "pcg")
+RIDGE_ITERATIVE_FAMILIES = ("fd", "rfd", "ihs", "single", "pcg")
+
+
+def _ridge_table(method: str) -> dict[str, Option]:
+    family = method.partition("-")[0]
+    extra = [_RIDGE_MAX_ITER] if family in RIDGE_ITERATIVE_FAMILIES else []
+    extra.append(_RIDGE_SKETCH if family in RIDGE_FD_FAMILIES else _RIDGE_SEED)
+    return table(*_RIDGE_COMMON, *extra)
+
+
+RIDGE = {method: _ridge_table(method) for method in RIDGE_METHODS if method != "cholesky"}
+"""One table per ridge sketching method: one-shot methods take no max_iter, the FD-based ones
+no seed (they are deterministic) and the random ones no sketch."""
+
+
+def ridge_unused(method: str) -> frozenset[str]:
+    """Keywords of solve_ridge that ``method`` does not use (and so refuses as options)."""
+    all_names = {"max_iter", "seed", "sketch"}
+    return frozenset(all_names - set(RIDGE[method]))
+
+
+# ---------------------------------------------------------------------------- full solves
+_QP_SOLVERS = ("highs", "clarabel", "ecos")
+_BACKEND_OPTIONS = Option("options", "mapping", None,
+                          "backend options passed through unchanged", none_ok=True)
+
+
+def _solver(default: str, choices: tuple[str, ...]) -> Option:
+    return Option("solver", "choice", default, "backend of the monolithic solve", choices=choices)
+
+
+FULL: dict[str, dict[str, Option]] = {
+    "lad": table(
+        _solver("highs", _QP_SOLVERS),
+        Option("form", "choice", "dual", "model solved: the primal LP or its (faster) dual",
+               choices=("primal", "dual")),
+        _tol(1e-7, "accept as optimal only if the relative gap E - bound is <= tol",
+             zero_ok=True),
+        _time_limit(), _verbose("print the backend's log"), _BACKEND_OPTIONS,
+    ),
+    "svm": table(
+        _solver("clarabel", _QP_SOLVERS),
+        Option("form", "choice", "auto", "'auto': primal for the linear kernel, else dual",
+               choices=("auto", "primal", "dual")),
+        _tol(1e-6, "accept as optimal only if the relative primal-dual gap is <= tol",
+             zero_ok=True),
+        _time_limit(), _verbose("print the backend's log"), _BACKEND_OPTIONS,
+    ),
+    "klr": table(
+        _solver("clarabel", ("clarabel", "ecos")),
+        _tol(1e-5, "accept as optimal only if the KKT violation is <= tol", zero_ok=True),
+        Option("factor_tol", "float", 1e-10,
+               "eigenvalues of K below factor_tol * max are dropped from its factor",
+               low=0.0),
+        _time_limit(), _max_iter(None, "backend iteration limit (None: the backend's)"),
+        _verbose("print the backend's log"), _BACKEND_OPTIONS,
+    ),
+    "ridge": table(
+        _solver("cholesky", ("cholesky", *_QP_SOLVERS)),
+        _tol(1e-8, "accept as optimal only if the relative gradient norm is <= tol",
+             zero_ok=True),
+        _time_limit(), _verbose("print the backend's log"), _BACKEND_OPTIONS,
+    ),
+}
+"""The options of each problem's ``solve_full``."""
+
+
+def kinds_for_cli(table_: OptionTable) -> list[str]:
+    """Names of the options that can be given as KEY=VALUE strings (not Python-only)."""
+    return [n for n, o in table_.items() if o.kind not in _PYTHON_ONLY]
+
