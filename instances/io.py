@@ -19,8 +19,8 @@ columns survive a round trip), ``# feature_names: a,b,c`` when names are given, 
 
 Invariants: :func:`load` never validates finiteness (the problem classes do; NaN cells come
 back as NaN); :func:`save` refuses NaN/inf and writes atomically (a temporary file in the
-target directory, then ``os.replace``), so a failed save leaves any existing file untouched
-and never leaves a partial one.
+target directory, then ``os.replace``, see :mod:`instances.atomic`), so a failed save leaves any
+existing file untouched and never leaves a partial one; files get the mode ``0o666 & ~umask``.
 """
 
 from __future__ import annotations
@@ -28,13 +28,14 @@ from __future__ import annotations
 import csv
 import io
 import os
-import secrets
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 import numpy as np
+
+from instances.atomic import atomic_write
 
 __all__ = ["Data", "DataFileError", "load", "save", "SUPPORTED_EXTENSIONS"]
 
@@ -442,29 +443,8 @@ def save(
     if not path.parent.is_dir():
         raise FileNotFoundError(f"{path}: directory {path.parent} does not exist; create it.")
     writer = {"csv": _write_csv, "svmlight": _write_svmlight, "npz": _write_npz}[fmt]
-    fd, tmp = _create_temp(path)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            writer(fh, X, y, sw, names)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-
-
-def _create_temp(path: Path) -> tuple[int, str]:
-    """Open a new hidden file beside ``path``; mode 0o666 minus the umask, like ``open``."""
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0)
-    for _ in range(100):
-        tmp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
-        try:
-            return os.open(tmp, flags, 0o666), tmp
-        except FileExistsError:
-            continue
-    raise FileExistsError(f"{path}: could not create a temporary file in {path.parent}.")
+    with atomic_write(path) as fh:
+        writer(fh, X, y, sw, names)
 
 
 def _check_names(feature_names: Sequence[str] | None, p: int) -> list[str]:

@@ -106,6 +106,8 @@ class Ridge(Problem):
 
     def qp(self, form: str = "residual") -> QPData:
         """The residual-form QP of the module docstring (variables x then r)."""
+        if form != "residual":
+            raise ValueError(f"Unknown ridge form {form!r}; the only form is 'residual'.")
         n, d = self.n, self.p
         A = sp.hstack([sp.csr_matrix(self.Aw), -sp.identity(n, format="csr")], format="csr")
         P = sp.diags(np.concatenate([np.full(d, self.alpha), np.ones(n)]), format="csr")
