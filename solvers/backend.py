@@ -24,7 +24,7 @@ from typing import Any, ClassVar, Protocol
 
 import numpy as np
 
-from solvers.qp import QPData, check_kkt
+from solvers.qp import QPData, check_kkt, farkas_ok, ray_ok
 from solvers.result import (
     CERTIFICATE_TOL,
     SolutionStatus,
@@ -217,6 +217,8 @@ def verify(
         raw_status=out.raw_status,
         extra=dict(out.extra),
     )
+    if res.termination in _IMPOSSIBLE:
+        return _check_verdict(qp, out, res)
     if out.x is None or not np.all(np.isfinite(out.x)):
         res.x = None
         if res.termination is TerminationCondition.OPTIMAL:
@@ -244,4 +246,37 @@ def verify(
                 f"{report.primal_residual:.1e}, dual residual "
                 f"{report.dual_residual:.1e}, relative gap {report.relative_gap:.1e})"
             )
+    return res
+
+
+def _check_verdict(qp: QPData, out: BackendOutput, res: SolveResult) -> SolveResult:
+    """An infeasible / unbounded claim stands only with a certificate that passes the
+    toolkit's check (:func:`solvers.qp.farkas_ok`, :func:`solvers.qp.ray_ok`); no primal
+    values are kept. Without a certificate from the backend the claim is kept and marked
+    unchecked; a certificate that fails makes it a NUMERICAL_ERROR."""
+    res.x = None
+    farkas, ray = out.extra.get("farkas"), out.extra.get("ray")
+    T = TerminationCondition
+    proofs = {
+        T.INFEASIBLE: farkas_ok(qp, farkas),
+        T.UNBOUNDED: ray_ok(qp, ray),
+    }
+    given = {T.INFEASIBLE: farkas is not None, T.UNBOUNDED: ray is not None}
+    claimed = (
+        [T.INFEASIBLE, T.UNBOUNDED]
+        if res.termination is T.INFEASIBLE_OR_UNBOUNDED
+        else [res.termination]
+    )
+    proven = [t for t in claimed if proofs[t]]
+    res.extra.pop("farkas", None)
+    res.extra.pop("ray", None)
+    if proven:
+        res.termination = proven[0]
+        res.extra["certificate"] = farkas if proven[0] is T.INFEASIBLE else ray
+        res.raw_status += " (certificate checked)"
+    elif any(given[t] for t in claimed):
+        res.termination = T.NUMERICAL_ERROR
+        res.raw_status += " (the solver's certificate failed the toolkit's check)"
+    else:
+        res.raw_status += " (no certificate from the backend to check)"
     return res

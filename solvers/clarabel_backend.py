@@ -91,8 +91,13 @@ class ClarabelBackend:
         y = np.zeros(qp.n_rows)
         keep = row_of >= 0
         np.add.at(y, row_of[keep], sign[keep] * z[keep])
+        extra: dict[str, Any] = {}
+        if term is T.INFEASIBLE:
+            extra["farkas"] = y  # z is Clarabel's infeasibility certificate
+        elif term is T.UNBOUNDED:
+            extra["ray"] = x  # and x its unboundedness direction
         return BackendOutput(
-            term, raw, x, y, int(sol.iterations), elapsed, self.NAME, self.version()
+            term, raw, x, y, int(sol.iterations), elapsed, self.NAME, self.version(), extra
         )
 
     def solve_cvxpy(self, problem: Any, **kw: Any) -> tuple[T, str, float, int]:

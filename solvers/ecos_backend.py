@@ -45,17 +45,23 @@ class EcosBackend:
 
         # ECOS's default tolerances (1e-8) leave the equality duals of a QP off by ~1e-5, which
         # the KKT check rightly rejects; these tighter ones pass it.
-        opts = {**self.QP_TOLERANCES, **(options or {})}
-        return solve_qp_via_cvxpy(
-            qp,
-            self.CVXPY_NAME,
-            self.NAME,
-            self.version(),
-            time_limit=time_limit,
-            max_iter=max_iter,
-            verbose=verbose,
-            options=opts,
-        )
+        # When ECOS cannot reach them it fails outright; it is then run once more at its own
+        # defaults and the KKT check decides.
+        out = None
+        for tolerances in (self.QP_TOLERANCES, {}):
+            out = solve_qp_via_cvxpy(
+                qp,
+                self.CVXPY_NAME,
+                self.NAME,
+                self.version(),
+                time_limit=time_limit,
+                max_iter=max_iter,
+                verbose=verbose,
+                options={**tolerances, **(options or {})},
+            )
+            if out.x is not None or options:
+                break
+        return out
 
     def solve_cvxpy(self, problem: Any, **kw: Any) -> tuple[T, str, float, int]:
         from solvers.cvxpy_lowering import run_cvxpy

@@ -167,7 +167,23 @@ class HighsBackend:
             + max(info.simplex_iteration_count, 0)
             + max(info.qp_iteration_count, 0)
         )
-        return BackendOutput(term, raw, x, y, iters, elapsed, self.NAME, self.version())
+        return BackendOutput(
+            term, raw, x, y, iters, elapsed, self.NAME, self.version(), _certificates(h, term)
+        )
+
+
+def _certificates(h: Any, term: T) -> dict[str, np.ndarray]:
+    """HiGHS's dual ray (a Farkas certificate) or primal ray, where it has one."""
+    out: dict[str, np.ndarray] = {}
+    if term in (T.INFEASIBLE, T.INFEASIBLE_OR_UNBOUNDED):
+        _, has, ray = h.getDualRay()
+        if has:
+            out["farkas"] = np.asarray(ray, dtype=float)
+    if term in (T.UNBOUNDED, T.INFEASIBLE_OR_UNBOUNDED):
+        _, has, ray = h.getPrimalRay()
+        if has:
+            out["ray"] = np.asarray(ray, dtype=float)
+    return out
 
 
 def _set_option(h: Any, key: str, value: Any) -> None:

@@ -3,6 +3,8 @@
 :func:`to_pyomo` gives one indexed ``Var`` per column block (``m.beta[j]``, ``m.e_plus[i]``) and
 one indexed ``Constraint`` per row block, so a user can add a constraint by name
 (``m.extra = pyo.Constraint(expr=m.beta[0] >= 0)``) and call :func:`solve_pyomo`.
+:func:`from_pyomo` lowers any Pyomo LP/QP back to :class:`~solvers.qp.QPData`, so
+:func:`solve_pyomo` solves through the same verified backends as everything else.
 Building Pyomo components costs about 0.5 s per 10^4 rows: the toolkit's own solves lower
 :class:`~solvers.qp.QPData` to the solver directly and use this path for modelling only.
 """
@@ -17,25 +19,6 @@ import scipy.sparse as sp
 
 from solvers.qp import QPData
 from solvers.result import SolutionStatus, SolveResult
-from solvers.result import TerminationCondition as T
-
-# Pyomo's contrib.solver TerminationCondition names -> ours, in this one place.
-STATUS_MAP = {
-    "convergenceCriteriaSatisfied": T.OPTIMAL,
-    "maxTimeLimit": T.TIME_LIMIT,
-    "iterationLimit": T.ITERATION_LIMIT,
-    "objectiveLimit": T.ERROR,
-    "minStepLength": T.NUMERICAL_ERROR,
-    "unbounded": T.UNBOUNDED,
-    "provenInfeasible": T.INFEASIBLE,
-    "locallyInfeasible": T.INFEASIBLE,
-    "infeasibleOrUnbounded": T.INFEASIBLE_OR_UNBOUNDED,
-    "error": T.ERROR,
-    "interrupted": T.ERROR,
-    "licensingProblems": T.ERROR,
-    "emptyModel": T.OPTIMAL,
-    "unknown": T.ERROR,
-}
 
 
 def _bound(v: float) -> float | None:
@@ -90,41 +73,116 @@ def to_pyomo(qp: QPData) -> Any:
     return m
 
 
-def solve_pyomo(
-    model: Any, solver: str = "highs", *, time_limit: float | None = None, verbose: bool = False
-) -> SolveResult:
-    """Solve any Pyomo model with a ``pyomo.contrib.solver`` solver (default HiGHS).
+def from_pyomo(model: Any) -> tuple[QPData, list[Any], list[Any]]:
+    """The LP/QP a Pyomo model states, in :class:`QPData` form, with its variables and
+    constraints in column / row order.
 
-    The objective is read from the model's active objective after loading the solution; no KKT
-    check is possible here (use the problem's own ``solve`` for verified answers).
+    Every active constraint and the one active objective must be linear or quadratic in the
+    objective (Pyomo's standard representation says which); a maximisation is negated.
+    Fixed variables keep their bounds (lo = hi). Raises ValueError for anything else.
     """
     import pyomo.environ as pyo
-    from pyomo.contrib.solver.common.factory import SolverFactory
+    from pyomo.repn import generate_standard_repn
 
-    opt = SolverFactory(solver)
-    kwargs: dict[str, Any] = {
-        "tee": verbose,
-        "load_solutions": False,
-        "raise_exception_on_nonoptimal_result": False,
-    }
-    if time_limit is not None:
-        kwargs["time_limit"] = time_limit
-    t0 = time.perf_counter()
-    res = opt.solve(model, **kwargs)
-    elapsed = time.perf_counter() - t0
-    raw = res.termination_condition.name
-    term = STATUS_MAP.get(raw, T.ERROR)
-    status = SolutionStatus.NO_SOLUTION
-    objective = float("nan")
-    if res.solution_status.name in ("optimal", "feasible"):
-        res.solution_loader.load_vars()
-        objective = float(pyo.value(next(model.component_data_objects(pyo.Objective, active=True))))
-        status = SolutionStatus.OPTIMAL if term is T.OPTIMAL else SolutionStatus.FEASIBLE
-    return SolveResult(
-        termination=term,
-        solution_status=status,
-        objective=objective,
-        solve_time=elapsed,
-        solver=f"pyomo-{solver}",
-        raw_status=raw,
+    variables = list(model.component_data_objects(pyo.Var, descend_into=True))
+    index = {id(v): j for j, v in enumerate(variables)}
+    objectives = list(model.component_data_objects(pyo.Objective, active=True))
+    if len(objectives) != 1:
+        raise ValueError(
+            f"The model has {len(objectives)} active objectives; activate exactly one."
+        )
+    obj = objectives[0]
+    repn = generate_standard_repn(obj.expr, quadratic=True, compute_values=True)
+    if repn.nonlinear_expr is not None:
+        raise ValueError("The objective is not linear or quadratic; solve_pyomo handles LP/QP.")
+    sign = -1.0 if obj.sense == pyo.maximize else 1.0
+    n = len(variables)
+    c = np.zeros(n)
+    for v, a in zip(repn.linear_vars, repn.linear_coefs, strict=True):
+        c[index[id(v)]] += sign * a
+    pi, pj, pv = [], [], []
+    for (u, w), a in zip(repn.quadratic_vars, repn.quadratic_coefs, strict=True):
+        i, j = index[id(u)], index[id(w)]
+        # a u w  = 1/2 x'Px with P_ij = P_ji = a (i != j) or P_ii = 2a.
+        pi += [i, j]
+        pj += [j, i]
+        pv += [sign * a, sign * a]
+    P = sp.csr_matrix((pv, (pi, pj)), shape=(n, n)) if pv else None
+    rows, cols, vals, lo, hi, cons = [], [], [], [], [], []
+    for con in model.component_data_objects(pyo.Constraint, active=True):
+        r = generate_standard_repn(con.body, compute_values=True)
+        if not r.is_linear():
+            raise ValueError(f"Constraint {con.name!r} is not linear; solve_pyomo handles LP/QP.")
+        k = len(cons)
+        for v, a in zip(r.linear_vars, r.linear_coefs, strict=True):
+            rows.append(k)
+            cols.append(index[id(v)])
+            vals.append(a)
+        const = float(r.constant)
+        lo.append(-np.inf if con.lower is None else float(pyo.value(con.lower)) - const)
+        hi.append(np.inf if con.upper is None else float(pyo.value(con.upper)) - const)
+        cons.append(con)
+    A = sp.csr_matrix((vals, (rows, cols)), shape=(len(cons), n))
+    col_lo = np.array([-np.inf if v.lb is None else v.lb for v in variables], dtype=float)
+    col_hi = np.array([np.inf if v.ub is None else v.ub for v in variables], dtype=float)
+    fixed = np.array([v.fixed for v in variables], dtype=bool)
+    if fixed.any():
+        values = np.array([v.value if v.fixed else 0.0 for v in variables], dtype=float)
+        col_lo[fixed] = col_hi[fixed] = values[fixed]
+    qp = QPData(
+        c=c,
+        A=A,
+        row_lo=np.array(lo),
+        row_hi=np.array(hi),
+        col_lo=col_lo,
+        col_hi=col_hi,
+        P=P,
+        offset=sign * float(repn.constant),
+        name=str(model.name),
     )
+    return qp, variables, cons
+
+
+def solve_pyomo(
+    model: Any,
+    solver: str = "highs",
+    *,
+    time_limit: float | None = None,
+    verbose: bool = False,
+    options: dict[str, Any] | None = None,
+) -> SolveResult:
+    """Solve a (user-extended) Pyomo LP/QP through the toolkit's verified backends.
+
+    The model is lowered to :class:`QPData` (:func:`from_pyomo`) and solved by
+    :func:`solvers.backend.solve_qp` (equilibrated, KKT-checked, infeasible / unbounded claims
+    checked against the backend's certificate), so the Pyomo route means what every other route
+    means. The primal values are loaded into the model's variables; the result carries ``x``
+    (column order of ``extra['variables']``), the objective in the model's own sense, and
+    ``extra['duals']``: the row multipliers by constraint name (convention of
+    :mod:`solvers.qp`, for a minimisation).
+    """
+    import pyomo.environ as pyo
+
+    from solvers.backend import solve_qp
+
+    t0 = time.perf_counter()
+    qp, variables, cons = from_pyomo(model)
+    build = time.perf_counter() - t0
+    res = solve_qp(qp, solver, time_limit=time_limit, verbose=verbose, options=options)
+    res.build_time = build
+    names = [v.name for v in variables]
+    res.extra["variables"] = names
+    y = res.extra.get("duals")
+    res.extra["duals"] = (
+        None if y is None else {c.name: float(v) for c, v in zip(cons, y, strict=True)}
+    )
+    obj = next(model.component_data_objects(pyo.Objective, active=True))
+    if obj.sense == pyo.maximize:
+        res.objective = -res.objective
+        res.bound = None if res.bound is None else -res.bound
+        res.extra["sense"] = "maximize"
+    if res.x is not None and res.solution_status.rank() >= SolutionStatus.FEASIBLE.rank():
+        for v, value in zip(variables, res.x, strict=True):
+            if not v.fixed:
+                v.set_value(float(value), skip_validation=True)
+    return res

@@ -235,3 +235,45 @@ def _bound_term(
         rel = np.abs(m[free]) / scale[free]
     rel = np.where(np.isnan(rel), 0.0, rel)
     return val, float(rel.max(initial=0.0)), mag
+
+
+def farkas_ok(qp: QPData, y: np.ndarray | None, tol: float = 1e-6) -> bool:
+    """True when the row multipliers ``y`` (either sign) prove that ``qp`` has no feasible point.
+
+    With ``z = -A'y`` the bound multipliers, weak duality on the feasibility problem (c = 0)
+    gives ``g(y) <= 0`` for every feasible model; ``g(y) > tol * (magnitude of its terms)``
+    with no multiplier pressing on an infinite bound is therefore a proof of infeasibility.
+    """
+    if y is None or y.shape != (qp.n_rows,) or not np.all(np.isfinite(y)) or not y.any():
+        return False
+    feas = dataclasses.replace(qp, c=np.zeros(qp.n_cols), P=None, offset=0.0)
+    for ray in (y, -y):
+        rep = check_kkt(feas, np.zeros(qp.n_cols), ray)
+        if rep.dual_residual <= tol and rep.dual_objective > tol * rep.gap_scale > 0:
+            return True
+    return False
+
+
+def ray_ok(qp: QPData, d: np.ndarray | None, tol: float = 1e-6) -> bool:
+    """True when the direction ``d`` proves that ``qp`` is unbounded below (given a feasible
+    point): it stays feasible along ``d`` (rows and bounds in their recession cones), leaves the
+    quadratic flat (``P d = 0``) and decreases the objective (``c'd < 0``), all relative to the
+    magnitudes involved."""
+    if d is None or d.shape != (qp.n_cols,) or not np.all(np.isfinite(d)) or not d.any():
+        return False
+    d = d / np.max(np.abs(d))
+    ad = qp.A @ d
+    row_mag = _abs_max(qp.A, 1) if qp.n_rows else np.zeros(0)
+    ok_rows = np.all(
+        (~np.isfinite(qp.row_lo) | (ad >= -tol * row_mag))
+        & (~np.isfinite(qp.row_hi) | (ad <= tol * row_mag))
+    )
+    ok_cols = np.all(
+        (~np.isfinite(qp.col_lo) | (d >= -tol)) & (~np.isfinite(qp.col_hi) | (d <= tol))
+    )
+    cd = float(qp.c @ d)
+    flat = True
+    if not qp.is_lp:
+        flat = float(np.max(np.abs(qp.P @ d))) <= tol * float(np.max(np.abs(qp.P.data)))
+    c_mag = float(np.abs(qp.c) @ np.abs(d))
+    return bool(ok_rows and ok_cols and flat and cd < -tol * c_mag)

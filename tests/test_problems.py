@@ -127,8 +127,12 @@ def test_klr_clarabel_and_ecos_agree(clf_data):
     a, b = p.solve_full("clarabel"), p.solve_full("ecos")
     assert a.is_optimal and a.extra["max_violation"] <= 1e-5
     assert a.objective == pytest.approx(b.objective, rel=1e-8)
-    # ECOS stops nearer 1e-5 in KKT violation; its status must say whether it passed.
-    assert b.is_optimal == (b.extra["max_violation"] <= 1e-5)
+    # An optimal claim by either solver is checked against the other's objective and a
+    # tighter Clarabel solve (an independent reference, not the status rule restated).
+    tight = p.solve_full("clarabel", options={"tol_gap_rel": 1e-12, "tol_gap_abs": 1e-12})
+    for res in (a, b):
+        if res.is_optimal:
+            assert res.objective == pytest.approx(tight.objective, rel=1e-7, abs=1e-9)
 
 
 def test_linear_klr_dual_is_logistic_regression(clf_data):
@@ -174,10 +178,13 @@ def test_ridge_matches_sklearn(fit_intercept, solver):
     b = A @ rng.normal(size=15) + rng.normal(size=120) + 3.0
     res = Ridge(A, b, alpha=2.5, fit_intercept=fit_intercept).solve_full(solver)
     sk = SkRidge(alpha=2.5, fit_intercept=fit_intercept, solver="cholesky").fit(A, b)
-    if solver == "ecos" and not res.is_optimal:  # ECOS can fail on this QP: flagged, no answer
-        assert res.termination is TerminationCondition.NUMERICAL_ERROR and res.x is None
-        return
-    assert res.is_optimal
+    if (solver, fit_intercept) == ("ecos", False):
+        # Known: ECOS (through CVXPY) fails on this uncentred QP at any tolerance. The failure
+        # must be flagged with no answer; if it ever succeeds, the answer must be right.
+        if not res.is_optimal:
+            assert res.termination is TerminationCondition.NUMERICAL_ERROR and res.x is None
+            return
+    assert res.is_optimal, res.raw_status
     np.testing.assert_allclose(res.x, sk.coef_, rtol=1e-7, atol=1e-9)
     assert res.extra["intercept"] == pytest.approx(float(sk.intercept_), abs=1e-8)
 

@@ -18,6 +18,7 @@ CASES = [
     ("klr", lambda: KLR(XC, YC, C=2.0, gamma=0.5)),
     ("ridge", lambda: Ridge(X, Y, alpha=1.0)),
 ]
+DATA = {"lad": (X, Y), "svm": (XC, YC), "klr": (XC, YC), "ridge": (X, Y)}
 
 
 @pytest.mark.parametrize("name, make", CASES, ids=[c[0] for c in CASES])
@@ -32,9 +33,11 @@ def test_problem_and_result_pickle_round_trip(name, make):
 
 @pytest.mark.parametrize("name, make", CASES, ids=[c[0] for c in CASES])
 def test_same_input_same_answer_and_inputs_untouched(name, make):
-    Xc, Yc = X.copy(), Y.copy()
+    data, target = DATA[name]
+    Xc, Yc = data.copy(), target.copy()
     a, b = make().solve(), make().solve()
+    assert a.is_optimal, a.raw_status
     np.testing.assert_array_equal(a.x, b.x)
     assert a.objective == b.objective and a.iterations == b.iterations
-    np.testing.assert_array_equal(X, Xc)
-    np.testing.assert_array_equal(Y, Yc)
+    np.testing.assert_array_equal(data, Xc)
+    np.testing.assert_array_equal(target, Yc)

@@ -1,0 +1,228 @@
+""" "Optimal" is a promise on any scaling of the data (issue: no wrong answer called optimal).
+
+Each regression case rescales a well-posed instance; the rescaled problem has a known optimum
+(the reference's, rescaled), so a result that says optimal must match it, and a result that
+does not match must not say optimal. SVM claims are re-checked here with numpy from the
+returned arrays, independently of the toolkit's own certificate code.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyomo.environ as pyo
+import pytest
+
+from instances import make_classification, make_lad
+from optmodels import LAD, SVM, Ridge
+from solvers import backend as backend_mod
+from solvers.backend import BackendOutput, solve_qp, verify
+from solvers.pyomo_lowering import solve_pyomo
+from solvers.qp import QPData
+from solvers.result import (
+    SolutionStatus,
+    SolveResult,
+    TerminationCondition,
+    certify,
+    relative_gap,
+)
+
+T = TerminationCondition
+BACKENDS = ["highs", "clarabel", "ecos"]
+IMPOSSIBLE = {T.INFEASIBLE, T.UNBOUNDED, T.INFEASIBLE_OR_UNBOUNDED}
+
+
+@pytest.fixture(scope="module")
+def lad_data():
+    X, y, _, _ = make_lad(n=600, p=4, seed=3)
+    ref = LAD(X, y).solve()
+    assert ref.is_optimal
+    return X, y, ref
+
+
+def _lad_claim_is_true(res, ref_objective, factor):
+    """An optimal claim must be the reference optimum rescaled by ``factor`` (rel 1e-7)."""
+    assert res.termination not in IMPOSSIBLE, res.raw_status
+    if res.is_optimal:
+        assert res.objective / factor == pytest.approx(ref_objective, rel=1e-7)
+    return res.is_optimal
+
+
+# ---- LAD -------------------------------------------------------------------------------------
+@pytest.mark.parametrize("solver", BACKENDS)
+def test_lad_tiny_feature_is_solved_not_dropped(lad_data, solver):
+    X, y, ref = lad_data
+    X2 = X.copy()
+    X2[:, 1] *= 1e-10
+    res = LAD(X2, y).solve(solver=solver)
+    assert _lad_claim_is_true(res, ref.objective, 1.0), res.raw_status
+    assert res.x[1] * 1e-10 == pytest.approx(ref.x[1], rel=1e-5)
+
+
+@pytest.mark.parametrize("factor", [1e-12, 1e-10, 1e10])
+@pytest.mark.parametrize("solver", BACKENDS)
+def test_lad_scaled_target_keeps_the_optimum(lad_data, solver, factor):
+    X, y, ref = lad_data
+    res = LAD(X, y * factor).solve(solver=solver)
+    assert _lad_claim_is_true(res, ref.objective, factor), res.raw_status
+    np.testing.assert_allclose(res.x / factor, ref.x, rtol=1e-5, atol=1e-8)
+
+
+@pytest.mark.parametrize("solver", BACKENDS)
+def test_lad_tiny_weights_are_never_infeasible(lad_data, solver):
+    X, y, ref = lad_data
+    res = LAD(X, y, sample_weight=np.full(y.size, 1e-9)).solve(solver=solver)
+    assert _lad_claim_is_true(res, ref.objective, 1e-9), res.raw_status
+
+
+def test_lad_gap_is_relative_to_the_natural_scale(lad_data):
+    X, y, ref = lad_data
+    small = LAD(X, y * 1e-10).solve()
+    assert small.scale == pytest.approx(LAD(X, y).natural_scale() * 1e-10, rel=1e-12)
+    assert small.gap == pytest.approx(ref.gap, abs=1e-9)
+
+
+# ---- SVM -------------------------------------------------------------------------------------
+def _independent_svm_gap(X, y01, C, res):
+    """(P(w, b) - D(alpha)) / (C n) from the result's arrays, by numpy alone."""
+    y = np.where(y01 == y01.max(), 1.0, -1.0)
+    alpha = np.clip(res.extra["alpha"], 0.0, C)
+    w = res.x if res.extra["form"] == "primal" else res.extra["w"]
+    b = res.extra["b"]
+    primal = 0.5 * w @ w + C * np.maximum(0.0, 1.0 - y * (X @ w + b)).sum()
+    v = X.T @ (alpha * y)
+    dual = alpha.sum() - 0.5 * v @ v
+    return (primal - dual) / (C * y.size), abs(alpha @ y) / max(1.0, alpha.sum())
+
+
+@pytest.mark.parametrize("form", ["primal", "dual"])
+@pytest.mark.parametrize("C", [1e-10, 1e6, 1e20])
+@pytest.mark.parametrize("solver", BACKENDS)
+def test_svm_extreme_C_is_never_infeasible_and_optimal_means_optimal(solver, C, form):
+    X, y = make_classification(n=120, p=3, seed=1)[:2]
+    res = SVM(X, y, C=C).solve(solver=solver, form=form)
+    assert res.termination not in IMPOSSIBLE, res.raw_status
+    if res.is_optimal:
+        gap, imbalance = _independent_svm_gap(X, y, C, res)
+        assert -1e-9 <= gap <= 1e-6 and imbalance <= 1e-9
+
+
+def test_svm_small_C_dual_is_solved():
+    X, y = make_classification(n=120, p=3, seed=1)[:2]
+    res = SVM(X, y, C=1e-10).solve(form="dual")
+    assert res.is_optimal, res.raw_status
+    assert res.scale == pytest.approx(1e-10 * 120)
+
+
+# ---- ridge -----------------------------------------------------------------------------------
+@pytest.mark.parametrize("factor", [1e-12, 1e12])
+@pytest.mark.parametrize("solver", ["cholesky", "highs", "clarabel"])
+def test_ridge_scaled_target(solver, factor):
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(150, 6))
+    b = A @ rng.normal(size=6) + 0.1 * rng.normal(size=150)
+    exact = np.linalg.solve(A.T @ A + 2.0 * np.eye(6), A.T @ b)
+    res = Ridge(A, b * factor, alpha=2.0).solve(solver=solver)
+    assert res.is_optimal, res.raw_status
+    np.testing.assert_allclose(res.x / factor, exact, rtol=1e-6)
+    assert res.bound <= res.objective
+
+
+# ---- the certificate rule --------------------------------------------------------------------
+def _result(objective, bound):
+    return SolveResult(
+        T.OPTIMAL, SolutionStatus.OPTIMAL, objective=objective, bound=bound, x=np.zeros(1)
+    )
+
+
+def test_a_bound_above_the_objective_is_a_numerical_error():
+    res = certify(_result(1.0, 1.0 + 1e-6), scale=1.0)
+    assert res.termination is T.NUMERICAL_ERROR and not res.is_optimal
+
+
+def test_a_gap_above_tolerance_is_not_optimal_and_says_so():
+    res = certify(_result(1.0 + 2e-6, 1.0), scale=1.0, failure=T.CONVERGED)
+    assert res.termination is T.CONVERGED and "2.0e-06" in res.raw_status
+    assert not res.certified
+    ok = certify(_result(1.0 + 5e-7, 1.0), scale=1.0)
+    assert ok.is_optimal and ok.certified
+
+
+def test_relative_gap_is_invariant_to_scale():
+    for k in (1e-12, 1.0, 1e12):
+        assert relative_gap(3.0 * k, 2.0 * k, 4.0 * k) == pytest.approx(0.25)
+
+
+# ---- verdicts --------------------------------------------------------------------------------
+def _feasible_lp():
+    return QPData(
+        c=np.array([1.0]),
+        A=np.array([[1.0]]),
+        row_lo=np.array([1.0]),
+        row_hi=np.array([np.inf]),
+        col_lo=np.array([0.0]),
+        col_hi=np.array([5.0]),
+    )
+
+
+def test_a_false_infeasible_certificate_is_refused():
+    qp = _feasible_lp()
+    out = BackendOutput(T.INFEASIBLE, "kInfeasible", extra={"farkas": np.array([1.0])})
+    res = verify(qp, out)
+    assert res.termination is T.NUMERICAL_ERROR and res.x is None
+
+
+def test_infeasible_training_problem_is_a_numerical_error(monkeypatch):
+    """A backend that calls an always-feasible model infeasible: retried, then flagged."""
+    calls = []
+
+    class Liar:
+        NAME, SUPPORTS = "liar", frozenset({"lp", "qp"})
+
+        @staticmethod
+        def available():
+            return True
+
+        def solve_qp(self, qp, **kw):
+            calls.append(qp.name)
+            return BackendOutput(T.INFEASIBLE, "kInfeasible", solver="liar")
+
+    monkeypatch.setattr(backend_mod, "backends", lambda: {"liar": Liar, "clarabel": Liar})
+    monkeypatch.setitem(backend_mod.FALLBACK, "liar", "clarabel")
+    res = solve_qp(_feasible_lp(), "liar", feasible_bounded=True)
+    assert res.termination is T.NUMERICAL_ERROR and len(calls) == 2
+    assert "always feasible and bounded" in res.raw_status
+
+
+# ---- the Pyomo route -------------------------------------------------------------------------
+@pytest.mark.parametrize("solver", BACKENDS)
+def test_pyomo_unbounded_qp_is_never_optimal(solver):
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(2))
+    m.obj = pyo.Objective(expr=m.x[0] ** 2 + m.x[1])
+    res = solve_pyomo(m, solver)
+    assert not res.is_optimal and res.x is None
+
+
+@pytest.mark.parametrize("solver", ["highs", "clarabel"])
+def test_pyomo_infeasible_claim_has_a_checked_certificate(solver):
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(bounds=(0, 1))
+    m.c = pyo.Constraint(expr=m.x >= 2)
+    m.obj = pyo.Objective(expr=m.x)
+    res = solve_pyomo(m, solver)
+    assert res.termination is T.INFEASIBLE and res.x is None
+    assert "certificate checked" in res.raw_status
+
+
+def test_pyomo_route_is_verified_and_returns_x_and_duals():
+    m = pyo.ConcreteModel()
+    m.x = pyo.Var(range(2), bounds=(0, None))
+    m.c = pyo.Constraint(expr=m.x[0] + 2 * m.x[1] >= 2)
+    m.obj = pyo.Objective(expr=-(m.x[0] ** 2) - m.x[1] ** 2 - 1.0, sense=pyo.maximize)
+    res = solve_pyomo(m)
+    # max -(x0^2 + x1^2) - 1 on x0 + 2 x1 >= 2: x = (0.4, 0.8), value -1.8, multiplier 0.8.
+    assert res.is_optimal
+    np.testing.assert_allclose(res.x, [0.4, 0.8], atol=1e-7)
+    assert res.objective == pytest.approx(-1.8, rel=1e-9)
+    assert res.extra["duals"]["c"] == pytest.approx(0.8, rel=1e-6)
+    assert pyo.value(m.x[1]) == pytest.approx(0.8, abs=1e-7)
