@@ -22,12 +22,16 @@ from typing import Any
 
 import numpy as np
 
-from solvers.aid.clustering import LAD_METHODS, SVM_METHODS
-from solvers.aid.lad import DEFAULT_LAD_CLUSTERS, SPLIT_RULES
-from solvers.aid.svm import DEFAULT_SVM_CLUSTERS
-from solvers.aid.svm_qp import SUBSOLVERS
 from solvers.errors import DataError
+from solvers.result import CERTIFICATE_TOL
 from solvers.sketch.ridge import RIDGE_METHODS
+
+# Choices and defaults of solvers.aid, kept here so this table module stays import-light
+# (tests/test_options.py checks them against solvers.aid's own constants).
+LAD_METHODS = SVM_METHODS = ("band", "quantile", "kmeans")
+SPLIT_RULES = ("refine", "sign")
+SUBSOLVERS = ("clarabel", "highs")
+DEFAULT_LAD_CLUSTERS = DEFAULT_SVM_CLUSTERS = 1000
 
 KINDS = ("int", "float", "bool", "choice", "array", "callable", "mapping", "object")
 """Option kinds. The last four are Python-only values (arrays, callbacks, dicts, objects)."""
@@ -363,6 +367,7 @@ def ridge_unused(method: str) -> frozenset[str]:
 
 # ---------------------------------------------------------------------------- full solves
 _QP_SOLVERS = ("highs", "clarabel", "ecos")
+_CERTIFY = "accept as optimal only if (objective - bound) / the problem's scale is <= tol"
 _BACKEND_OPTIONS = Option("options", "mapping", None,
                           "backend options passed through unchanged", none_ok=True)
 
@@ -376,16 +381,14 @@ FULL: dict[str, dict[str, Option]] = {
         _solver("highs", _QP_SOLVERS),
         Option("form", "choice", "dual", "model solved: the primal LP or its (faster) dual",
                choices=("primal", "dual")),
-        _tol(1e-7, "accept as optimal only if the relative gap E - bound is <= tol",
-             zero_ok=True),
+        _tol(CERTIFICATE_TOL, _CERTIFY, zero_ok=True),
         _time_limit(), _verbose("print the backend's log"), _BACKEND_OPTIONS,
     ),
     "svm": table(
         _solver("clarabel", _QP_SOLVERS),
         Option("form", "choice", "auto", "'auto': primal for the linear kernel, else dual",
                choices=("auto", "primal", "dual")),
-        _tol(1e-6, "accept as optimal only if the relative primal-dual gap is <= tol",
-             zero_ok=True),
+        _tol(CERTIFICATE_TOL, _CERTIFY, zero_ok=True),
         _time_limit(), _verbose("print the backend's log"), _BACKEND_OPTIONS,
     ),
     "klr": table(
@@ -399,8 +402,7 @@ FULL: dict[str, dict[str, Option]] = {
     ),
     "ridge": table(
         _solver("cholesky", ("cholesky", *_QP_SOLVERS)),
-        _tol(1e-8, "accept as optimal only if the relative gradient norm is <= tol",
-             zero_ok=True),
+        _tol(CERTIFICATE_TOL, _CERTIFY, zero_ok=True),
         _time_limit(), _verbose("print the backend's log"), _BACKEND_OPTIONS,
     ),
 }
