@@ -43,6 +43,7 @@ import numpy as np
 
 from solvers.aid.aggregation import compact_labels
 from solvers.aid.lad_lp import AggregatedLadLP
+from solvers.result import TerminationCondition
 
 LAD_METHODS = ("band", "quantile", "kmeans")
 SVM_METHODS = ("band", "quantile", "kmeans")
@@ -81,10 +82,10 @@ def fit_lad_subsample(
     if A.shape[1] == 0:
         return np.zeros(0), 0.0
     if exact:
-        lp = AggregatedLadLP(A * ss[:, None], ss * ys)
-        status, _, coef, _ = lp.solve()
-        if status != "Optimal":  # pragma: no cover - a small LP; fall back to IRLS
-            coef = _irls(A, ys, ss, irls_iter)
+        out = AggregatedLadLP(A * ss[:, None], ss * ys).solve()
+        coef = out.coef
+        if out.termination is not TerminationCondition.OPTIMAL or coef is None:
+            coef = _irls(A, ys, ss, irls_iter)  # pragma: no cover - a small LP
     else:
         coef = _irls(A, ys, ss, irls_iter)
     return coef[:p], float(coef[p]) if fit_intercept else 0.0

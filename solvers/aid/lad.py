@@ -3,16 +3,42 @@
 Problem (formulations.md section 1; paper "An Aggregate and Iterative Disaggregate Algorithm
 with Proven Optimality in Machine Learning", problem (2)):
 
-    min_{beta, b}  sum_i s_i |y_i - x_i' beta - b|
+    min_{beta, b}  E(beta, b) = sum_i s_i |y_i - x_i' beta - b|
 
-Iteration t on clusters C^t (paper symbols: x^t_k, y^t_k -> xbar_k, ybar_k; |C^t_k| -> W_k):
+Iteration t on clusters C^t with sums W_k, SX_k, SY_k (paper: x^t_k, y^t_k; |C^t_k| -> W_k):
 
-* F^t = min sum_k W_k |ybar_k - xbar_k' beta - b|, solved as the LP dual of
-  :mod:`solvers.aid.lad_lp`; a lower bound on the optimum (Jensen / triangle inequality).
-* E^t = sum_i s_i |r_i| at the aggregated solution, an upper bound; E_best = min_t E^t.
-* gap = (E_best - F^t) / E_best, non-increasing.
-* A cluster with residuals of both signs splits into {r > 0} and {r <= 0}.  When no cluster
-  splits, F^t = E^t and (beta, b) is optimal: termination CERTIFIED.
+* the aggregated LP (:mod:`solvers.aid.lad_lp`) in dual form,
+  ``max SY'v  s.t.  sum_k SX~_k v_k = 0,  -1 <= v_k <= 1`` (``SX~_k = (SX_k, W_k)`` with an
+  intercept), gives the next (beta, b) as its row duals and a point v;
+* E^t = E(beta, b), an upper bound on the optimum; E_best = min_t E^t;
+* F^t = SY'v, corrected for round-off (below), a *lower* bound on the optimum; F = max_t F^t.
+* A cluster with residuals of both signs splits into {r > 0} and {r <= 0}.
+
+Why F^t is a lower bound (weak duality, no optimality of v needed). Put u_i = v_k for i in C_k.
+For any (beta, b), with r_i its residuals and |u_i| <= 1,
+
+    E(beta, b) = sum_i s_i |r_i| >= sum_i s_i r_i u_i = SY'v - (beta, b)' rho,
+    rho = sum_k SX~_k v_k,
+
+and rho = 0 for a feasible v. A solver returns v with a tiny residual rho; with z any solution
+of ``sum_k SX~_k z_k = rho`` (least norm, :func:`dual_bound`) and zeta = max_k |z_k|,
+|(beta, b)' rho| = |sum_i s_i z_k(i) (x_i' beta + b)| <= zeta sum_i s_i (|y_i| + |r_i|), so
+
+    E(beta, b) >= (SY'v - zeta sum_i s_i |y_i|) / (1 + zeta)     for every (beta, b).
+
+Equivalently the aggregated optimum is a lower bound because sum_{i in C_k} s_i |r_i| >=
+|sum_{i in C_k} s_i r_i| = W_k |ybar_k - xbar_k' beta - b| (triangle inequality), and F^t is a
+feasible dual value of the aggregated LP.
+
+When no cluster is mixed, E(beta, b) = sum_k W_k |ybar_k - xbar_k'beta - b| (each cluster's
+residuals share a sign), the aggregated primal value, which equals the dual value at an exact
+solution: (beta, b) is optimal in exact arithmetic. The result is CERTIFIED (solution OPTIMAL)
+only if, in addition, ``(E_best - F) / scale <= CERTIFICATE_TOL`` where ``scale`` is the natural
+scale :func:`lad_natural_scale`; a sign-pure run that fails this check was solved inaccurately
+and is a NUMERICAL_ERROR, never certified.
+
+Data far from unit scale is equilibrated by powers of two first (:mod:`solvers.aid.scaling`):
+``X' = X c``, ``y' = t y``, ``s' = w s``, undone exactly on the way back.
 """
 
 from __future__ import annotations
@@ -27,6 +53,7 @@ import numpy as np
 from solvers.aid.aggregation import Aggregate, aggregate, mixed_clusters, split_mixed
 from solvers.aid.clustering import LAD_METHODS, lad_clusters
 from solvers.aid.lad_lp import AggregatedLadLP, SiftedLadLP, lad_dual_lp, new_highs
+from solvers.aid.scaling import LadScaling, worst_scaled
 from solvers.aid.validation import (
     check_choice,
     check_matrix,
@@ -37,7 +64,15 @@ from solvers.aid.validation import (
     check_vector,
     check_weights,
 )
-from solvers.result import SolutionStatus, SolveResult, TerminationCondition, relative_gap
+from solvers.result import (
+    CERTIFICATE_TOL,
+    SolutionStatus,
+    SolveResult,
+    TerminationCondition,
+    certify,
+    gap_within,
+    relative_gap,
+)
 
 DEFAULT_LAD_CLUSTERS = 1000
 SPLIT_RULES = ("refine", "sign")
@@ -80,7 +115,8 @@ def aid_lad(
         Initial clustering, see :func:`solvers.aid.clustering.lad_clusters`, or the labels of
         your own clustering (one int per row).
     gap_tol : float
-        Stop with GAP_LIMIT once (E_best - F) / E_best <= gap_tol (0: run to the certificate).
+        Stop with GAP_LIMIT once (E_best - F) / scale <= gap_tol, ``scale`` the natural scale
+        of :func:`lad_natural_scale` (0: run to the certificate).
     max_iter, time_limit : int, float or None
         Limits; hitting one gives ITERATION_LIMIT / TIME_LIMIT and a FEASIBLE solution.
     warm_start : bool
@@ -94,9 +130,10 @@ def aid_lad(
         simplex prices only the clusters near the hyperplane; a fixed column whose reduced
         cost turns wrong is freed and the LP re-run, so each F^t is still the exact optimum.
     zero_tol : float
-        Residuals with |r_i| <= zero_tol * (1 + max|y|) count as zero (fit either sign), so
-        rows on the hyperplane do not split forever on rounding noise.  The certificate is then
-        exact up to 2 * zero_tol * (1 + max|y|) * sum(s).
+        Residuals with |r_i| <= zero_tol * (1 + max|y'|) count as zero (fit either sign), so
+        rows on the hyperplane do not split forever on rounding noise; y' is the scaled target
+        of :mod:`solvers.aid.scaling` (mean absolute deviation about 1).  The gap check of the
+        certificate covers what this tolerance may hide.
     callback : callable, optional
         ``callback(iteration, highs, labels)`` after each aggregated solve; ``highs`` is a fresh,
         unsolved HiGHS model of that iteration's whole aggregated LP (the solver itself may
@@ -110,11 +147,14 @@ def aid_lad(
     Returns
     -------
     SolveResult
-        ``x`` = beta, ``objective`` = E_best, ``bound`` = F, ``gap`` = the toolkit's
-        (E - F) / max(1, |E|); ``extra``: intercept, certified, E_best, F, gap (AID's
-        (E_best - F) / E_best), history (per iteration: iteration, clusters, F, E, E_best, gap,
-        mixed, lp_time, lp_iterations, sift_rounds, fixed, time), n_clusters_final, labels
-        (the final cluster of each row, -1 for rows of weight 0), lp_time.
+        ``x`` = beta, ``objective`` = E_best, ``bound`` = F (a proven lower bound),
+        ``gap`` = (E_best - F) / scale with ``scale`` (also ``result.scale``) the natural scale;
+        termination CERTIFIED only with sign-pure clusters and ``gap <= CERTIFICATE_TOL``.
+        ``extra``: intercept, certified, E_best, F, gap, history (per iteration: iteration,
+        clusters, F, E, E_best, gap, mixed, lp_time, lp_iterations, sift_rounds, fixed, time;
+        all in the units of the data), n_clusters_final, labels (the final cluster of each row,
+        -1 for rows of weight 0), lp_time, scaling (the power-of-two factors: ``X_columns``,
+        ``y``, ``sample_weight``).
     """
     t0 = time.perf_counter()
     X = check_matrix(X, "X", allow_no_columns=fit_intercept)
@@ -138,15 +178,49 @@ def aid_lad(
     if np.any(s == 0):
         keep = np.flatnonzero(s > 0)
         X, y, s = X[keep], y[keep], s[keep]
+    natural = lad_natural_scale(y, s, fit_intercept)
+    sc = LadScaling.of(X, y, s, natural)
+    X, y, s = sc.apply(X, y, s)
     if isinstance(init, str):
         labels0 = lad_clusters(X, y, s, K0, method=init, fit_intercept=fit_intercept, seed=seed)
     else:
         labels0 = init if keep is None else init[keep]
     agg = aggregate(X, y, s, labels0)
     tol = zero_tol * (1.0 + float(np.max(np.abs(y))))
+    scale = natural if natural > 0 else 1.0
     state = _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, tol,
-                 callback, verbose, t0, split == "refine", sift)
-    return _result(state, agg, keep, n, p, fit_intercept, t0)
+                 callback, verbose, t0, split == "refine", sift, sc, scale)
+    return _result(state, agg, keep, n, fit_intercept, t0, sc, scale)
+
+
+def lad_natural_scale(y: np.ndarray, s: np.ndarray, fit_intercept: bool) -> float:
+    """E of the best constant fit: sum_i s_i |y_i - m| with m a weighted median of y (with an
+    intercept), or sum_i s_i |y_i| (without). Every fit worth having beats it, it scales with
+    y and s, and gaps are measured against it; 0 when a constant fits y exactly."""
+    if not fit_intercept:
+        return float(s @ np.abs(y))
+    order = np.argsort(y, kind="stable")
+    cum = np.cumsum(s[order])
+    m = y[order][min(int(np.searchsorted(cum, 0.5 * cum[-1])), y.shape[0] - 1)]
+    return float(s @ np.abs(y - m))
+
+
+def dual_bound(SXa: np.ndarray, SY: np.ndarray, v: np.ndarray, abs_y: float) -> float:
+    """The lower bound (SY'v - zeta abs_y) / (1 + zeta) of the module docstring.
+
+    ``v`` is clipped to [-1, 1]; ``z = SXa g`` with ``(SXa'SXa) g = rho = SXa' v`` (the least
+    norm solution of ``SXa' z = rho``, by the q x q normal equations, plus one refinement step)
+    and ``zeta = max |z|``; ``abs_y = sum_i s_i |y_i|``. Valid for any v.
+    """
+    v = np.clip(v, -1.0, 1.0)
+    rho = SXa.T @ v
+    zeta = 0.0
+    if SXa.shape[1] and np.any(rho):
+        G = SXa.T @ SXa
+        z = SXa @ np.linalg.lstsq(G, rho, rcond=None)[0]
+        z += SXa @ np.linalg.lstsq(G, rho - SXa.T @ z, rcond=None)[0]
+        zeta = float(np.max(np.abs(z)))
+    return (float(SY @ v) - zeta * abs_y) / (1.0 + zeta)
 
 
 def build_aggregated_lad(
@@ -208,8 +282,10 @@ def _fix_settled(lp: SiftedLadLP, mixed: np.ndarray, v: np.ndarray, coef: np.nda
 
 
 def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, tol,
-         callback, verbose, t0, refine, sift) -> dict[str, Any]:
+         callback, verbose, t0, refine, sift, sc, scale) -> dict[str, Any]:
+    """The AID loop on the scaled arrays; st["E_best"], st["F"] in scaled units."""
     p = X.shape[1]
+    unit, scale_s, abs_y = sc.unit, scale * sc.unit, float(s @ np.abs(y))
     if warm_start and sift:
         lp = SiftedLadLP(_with_intercept(agg, fit_intercept), agg.SY)
     else:
@@ -222,42 +298,41 @@ def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start,
             st["termination"] = TerminationCondition.TIME_LIMIT
             break
         t_lp = time.perf_counter()
-        status, F, coef, v = lp.solve(remaining)
+        out = lp.solve(remaining)
         t_lp = time.perf_counter() - t_lp
         st["lp_time"] += t_lp
-        st["raw"] = status
-        if status != "Optimal":
-            st["termination"] = (TerminationCondition.TIME_LIMIT if status == "Time limit reached"
-                                 else TerminationCondition.NUMERICAL_ERROR)
+        st["raw"] = out.raw
+        if out.termination is not TerminationCondition.OPTIMAL or out.v is None:
+            st["termination"] = _lp_failure(out.termination)
+            st["raw"] = f"aggregated LP of iteration {it}: HiGHS {out.raw}"
+            if st["termination"] is TerminationCondition.NUMERICAL_ERROR:
+                st["raw"] += "; " + _diagnosis(X, y, s)
             break
         if callback is not None:
-            model = new_highs()
-            model.passModel(lad_dual_lp(_with_intercept(agg, fit_intercept), agg.SY))
-            callback(it, model, agg.labels)
+            callback(it, _original_model(agg, fit_intercept, sc), agg.labels)
+        SXa, coef = _with_intercept(agg, fit_intercept), out.coef
+        F = dual_bound(SXa, agg.SY, out.v, abs_y)
         beta, b = coef[:p], (coef[p] if fit_intercept else 0.0)
         r = y - X @ beta - b if p else y - b
         E = float(s @ np.abs(r))
-        st["F"] = max(st["F"], F)  # F^t is non-decreasing in exact arithmetic
+        st["F"] = max(st["F"], F)  # every F^t is a valid bound, so is their maximum
         if E < st["E_best"]:
             st["E_best"], st["best"] = E, (beta.copy(), b)
-        gap = (st["E_best"] - st["F"]) / st["E_best"] if st["E_best"] > 0 else 0.0
-        gap = max(gap, 0.0)
+        gap = max((st["E_best"] - st["F"]) / scale_s, 0.0)
         mixed = mixed_clusters(agg.labels, agg.n_clusters, r, tol)
         n_mixed = int(mixed.sum())
-        st["history"].append(dict(iteration=it, clusters=agg.n_clusters, F=F, E=E,
-                                  E_best=st["E_best"], gap=gap, mixed=n_mixed, lp_time=t_lp,
-                                  lp_iterations=lp.simplex_iterations(),
+        st["history"].append(dict(iteration=it, clusters=agg.n_clusters, F=F / unit, E=E / unit,
+                                  E_best=st["E_best"] / unit, gap=gap, mixed=n_mixed,
+                                  lp_time=t_lp, lp_iterations=lp.simplex_iterations(),
                                   sift_rounds=getattr(lp, "sift_rounds", 0),
                                   fixed=int(getattr(lp, "fixed", np.zeros(0)).sum()),
                                   time=time.perf_counter() - t0))
         if verbose:
             print(f"AID-LAD it {it:3d}  clusters {agg.n_clusters:8d}  mixed {n_mixed:7d}  "
-                  f"F {F:.10g}  E {E:.10g}  gap {gap:.3e}  lp {t_lp:.2f}s  "
+                  f"F {F / unit:.10g}  E {E / unit:.10g}  gap {gap:.3e}  lp {t_lp:.2f}s  "
                   f"t {time.perf_counter() - t0:.2f}s")
         if n_mixed == 0:
-            st["termination"] = TerminationCondition.CERTIFIED
-            st["best"] = (beta.copy(), b)  # the certified point itself
-            st["E_best"] = E
+            _pure(st, it, scale_s, X, y, s)
             break
         if gap <= gap_tol:
             st["termination"] = TerminationCondition.GAP_LIMIT
@@ -267,48 +342,89 @@ def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start,
         old_ids, new_ids = split_mixed(agg, X, y, s, mixed, r, refine=refine)
         if warm_start:
             if sift:
-                _fix_settled(lp, mixed, v, coef)
+                _fix_settled(lp, mixed, out.v, coef)
             lp.split(old_ids, new_ids, _with_intercept(agg, fit_intercept), agg.SY, coef)
-
         else:
             lp.rebuild(_with_intercept(agg, fit_intercept), agg.SY)
     st["iterations"] = len(st["history"])
     return st
 
 
-def _result(st, agg, keep, n, p, fit_intercept, t0) -> SolveResult:
-    certified = st["termination"] is TerminationCondition.CERTIFIED
-    best = st["best"]
-    if best is None:
-        return SolveResult(termination=st["termination"],
-                           solution_status=SolutionStatus.NO_SOLUTION,
+def _pure(st: dict[str, Any], it: int, scale_s: float, X, y, s) -> None:
+    """Sign purity proves optimality in exact arithmetic; certify only if the gap confirms."""
+    gap = relative_gap(st["E_best"], st["F"], scale_s)
+    if gap_within(gap, CERTIFICATE_TOL):
+        st["termination"] = TerminationCondition.CERTIFIED
+        return
+    st["termination"] = TerminationCondition.NUMERICAL_ERROR
+    shown = "unknown" if gap is None else f"{gap:.1e}"
+    st["raw"] = (f"sign-pure clusters at iteration {it}, but the relative gap (E - F) / scale = "
+                 f"{shown} exceeds {CERTIFICATE_TOL:.0e}: the aggregated LP was solved "
+                 f"inaccurately; {_diagnosis(X, y, s)}")
+
+
+_FAILURE = {
+    TerminationCondition.TIME_LIMIT: TerminationCondition.TIME_LIMIT,
+    TerminationCondition.ITERATION_LIMIT: TerminationCondition.ITERATION_LIMIT,
+    TerminationCondition.ERROR: TerminationCondition.ERROR,
+}
+
+
+def _lp_failure(term: TerminationCondition) -> TerminationCondition:
+    """The aggregated LP is always feasible (v = 0) and bounded (a box): any other outcome than
+    a limit or a plain error (infeasible, unbounded, optimal without a solution) is numerics."""
+    return _FAILURE.get(term, TerminationCondition.NUMERICAL_ERROR)
+
+
+def _diagnosis(X: np.ndarray, y: np.ndarray, s: np.ndarray) -> str:
+    cols = {f"column {j} of X": X[:, j] for j in range(X.shape[1])}
+    return worst_scaled({**cols, "y": y, "sample_weight": s})
+
+
+def _original_model(agg: Aggregate, fit_intercept: bool, sc: LadScaling) -> highspy.Highs:
+    """A fresh HiGHS model of the aggregated LP in the units of the data (exact unscaling)."""
+    SXa = np.column_stack([agg.SX / sc.col, agg.W]) if fit_intercept else agg.SX / sc.col
+    model = new_highs()
+    model.passModel(lad_dual_lp(SXa / sc.w, agg.SY / sc.unit))
+    return model
+
+
+def _result(st, agg, keep, n, fit_intercept, t0, sc, scale) -> SolveResult:
+    term = st["termination"]
+    extra: dict[str, Any] = dict(certified=False, history=st["history"],
+                                 scaling=dict(X_columns=sc.col, y=sc.t, sample_weight=sc.w))
+    if st["best"] is None:
+        return SolveResult(termination=term, solution_status=SolutionStatus.NO_SOLUTION,
                            iterations=st["iterations"], solve_time=time.perf_counter() - t0,
                            solver="highs", solver_version=_highs_version(), raw_status=st["raw"],
-                           strategy="aid", extra=dict(certified=False, history=st["history"]))
+                           strategy="aid", scale=scale, extra=extra)
     labels = agg.labels
     if keep is not None:
         full = np.full(n, -1, dtype=np.int64)
         full[keep] = labels
         labels = full
-    E, F = st["E_best"], st["F"]
-    gap = max((E - F) / E, 0.0) if E > 0 else 0.0
-    return SolveResult(
-        termination=st["termination"],
+    beta, b = sc.coef(*st["best"])
+    E, F = st["E_best"] / sc.unit, st["F"] / sc.unit
+    certified = term is TerminationCondition.CERTIFIED
+    res = SolveResult(
+        termination=term,
         solution_status=SolutionStatus.OPTIMAL if certified else SolutionStatus.FEASIBLE,
         objective=E,
-        x=best[0],
+        x=beta,
         bound=F,
-        gap=relative_gap(E, F, None),
         iterations=st["iterations"],
         solve_time=time.perf_counter() - t0,
         solver="highs",
         solver_version=_highs_version(),
         raw_status=st["raw"],
         strategy="aid",
-        extra=dict(intercept=float(best[1]) if fit_intercept else 0.0, certified=certified,
-                   E_best=E, F=F, gap=gap, history=st["history"],
-                   n_clusters_final=agg.n_clusters, labels=labels, lp_time=st["lp_time"]),
+        extra=extra,
     )
+    certify(res, scale, failure=TerminationCondition.NUMERICAL_ERROR)
+    extra.update(intercept=b if fit_intercept else 0.0, E_best=E, F=F, gap=res.gap,
+                 certified=res.termination is TerminationCondition.CERTIFIED,
+                 n_clusters_final=agg.n_clusters, labels=labels, lp_time=st["lp_time"])
+    return res
 
 
 def _highs_version() -> str:

@@ -29,12 +29,15 @@ kept model and basis, 3.3 s with sifting (the simplex prices only the free clust
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import highspy
 import numpy as np
 
+from solvers.highs_backend import STATUS_MAP
 from solvers.highs_backend import new_highs as quiet_highs
+from solvers.result import TerminationCondition
 
 _KBASIC = highspy.HighsBasisStatus.kBasic
 _KLOWER = highspy.HighsBasisStatus.kLower
@@ -84,17 +87,15 @@ class AggregatedLadLP:
         self.col = np.arange(SXa.shape[0], dtype=np.int64)
         self.q = SXa.shape[1]
 
-    def solve(self, time_limit: float | None = None) -> tuple[str, float, np.ndarray, np.ndarray]:
-        """Run HiGHS; return ``(status, F, beta_full, v)`` with v indexed by cluster."""
+    def solve(self, time_limit: float | None = None) -> LpOutcome:
+        """Run HiGHS; ``v`` of the outcome is indexed by cluster."""
         h = self.highs
         h.setOptionValue("time_limit", float(time_limit) if time_limit is not None else np.inf)
         h.run()
-        status = h.modelStatusToString(h.getModelStatus())
-        sol = h.getSolution()
-        beta = np.array(sol.row_dual, dtype=np.float64)
-        v_cols = np.array(sol.col_value, dtype=np.float64)
-        F = float(h.getInfo().objective_function_value)
-        return status, F, beta, v_cols[self.col]
+        out = read_outcome(h, self.q)
+        if out.v is not None:
+            out.v = out.v[self.col]
+        return out
 
     def split(
         self,
@@ -155,6 +156,30 @@ class AggregatedLadLP:
         self.col = np.arange(SXa.shape[0], dtype=np.int64)
 
 
+@dataclasses.dataclass
+class LpOutcome:
+    """One run of the aggregated LP: the termination (through the HiGHS backend's
+    ``STATUS_MAP``), HiGHS's raw status name, and the solution when HiGHS returned one: ``coef``
+    the row duals (beta, then the intercept), ``v`` the column values."""
+
+    termination: TerminationCondition
+    raw: str
+    coef: np.ndarray | None = None
+    v: np.ndarray | None = None
+
+
+def read_outcome(h: highspy.Highs, q: int) -> LpOutcome:
+    """The termination and, when both are valid and complete, the primal and dual solution."""
+    status = h.getModelStatus()
+    raw = status.name if hasattr(status, "name") else str(status)
+    out = LpOutcome(STATUS_MAP.get(raw, TerminationCondition.ERROR), raw)
+    sol = h.getSolution()
+    if sol.value_valid and sol.dual_valid and len(sol.row_dual) == q:
+        out.coef = np.array(sol.row_dual, dtype=np.float64)
+        out.v = np.array(sol.col_value, dtype=np.float64)
+    return out
+
+
 _STATUS_CODE = {_KLOWER: 0, _KBASIC: 1, _KUPPER: 2}
 _CODE_STATUS = [_KLOWER, _KBASIC, _KUPPER]
 
@@ -187,8 +212,8 @@ class SiftedLadLP:
         """Simplex iterations of the last :meth:`solve` (all sifting rounds)."""
         return self.iterations
 
-    def solve(self, time_limit: float | None = None) -> tuple[str, float, np.ndarray, np.ndarray]:
-        """Solve to optimality of the full aggregated LP; return ``(status, F, beta, v)``."""
+    def solve(self, time_limit: float | None = None) -> LpOutcome:
+        """Solve to optimality of the full aggregated LP; ``v`` covers every cluster."""
         h = self.highs
         t_end = None if time_limit is None else time.perf_counter() + time_limit
         self.iterations = 0
@@ -212,27 +237,25 @@ class SiftedLadLP:
             left = np.inf if t_end is None else max(t_end - time.perf_counter(), 0.0)
             h.setOptionValue("time_limit", float(left))
             h.run()
-            info = h.getInfo()
-            self.iterations += int(info.simplex_iteration_count)
-            status = h.modelStatusToString(h.getModelStatus())
-            sol = h.getSolution()
-            beta = np.array(sol.row_dual, dtype=np.float64)
-            v = self.sigma.copy()
-            v[free] = np.array(sol.col_value, dtype=np.float64)
-            F = float(info.objective_function_value)
-            if status != "Optimal" and fx.shape[0] and status != "Time limit reached":
-                # fixing made the restricted LP infeasible: free every cluster, run again
+            self.iterations += max(int(h.getInfo().simplex_iteration_count), 0)
+            out = read_outcome(h, self.SXa.shape[1])
+            ok = out.termination is TerminationCondition.OPTIMAL and out.v is not None
+            if not ok and fx.shape[0] and out.termination is not TerminationCondition.TIME_LIMIT:
+                # fixing made the restricted LP infeasible (or hard): free every cluster, rerun
                 self.fixed[:] = False
                 self.status = None
                 self.sift_rounds += 1
                 continue
-            if status != "Optimal":
-                break
+            if out.v is not None:
+                v = self.sigma.copy()
+                v[free] = out.v
+                out.v = v
+            if not ok:
+                return out
             self._store_basis(free)
-            if not self._free_violators(fx, beta):
-                break
+            if not self._free_violators(fx, out.coef):
+                return out
             self.sift_rounds += 1
-        return status, F, beta, v
 
     def _store_basis(self, free: np.ndarray) -> None:
         basis = self.highs.getBasis()
