@@ -186,14 +186,13 @@ def _ridge_runner(method: str) -> Callable[..., SolveResult]:
             options["x_star"] = problem.closed_form()
         res = solve_ridge(problem.Aw, problem.bw, problem.alpha, method=method, **options)
         if res.x is not None:
-            res.objective = problem.objective(res.x)
+            res.objective, res.bound = problem.objective(res.x), problem.lower_bound(res.x)
             res.extra.update(
                 intercept=problem.intercept(res.x),
                 relative_gradient=problem.relative_gradient(res.x),
             )
-            history = res.extra.get("history") or []
-            if history and history[-1].get("rel_error") is not None:
-                res.extra["rel_error"] = history[-1]["rel_error"]
+            # extra["rel_error"] (set by solve_ridge when x_star is known) is that of the
+            # returned x: after a divergence, the best iterate, not the last one.
         return res
 
     run.__name__ = f"_ridge_{method.replace('-', '_')}"

@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from instances.ridge import make_ridge, random_fourier_features
+from optmodels.ridge import Ridge
 from solvers.result import SolutionStatus, TerminationCondition
 from solvers.sketch import (
     RIDGE_METHODS,
@@ -20,6 +21,7 @@ from solvers.sketch import (
     solve_ridge,
 )
 from solvers.sketch.metrics import estimator_metrics, fd_operator, random_operator
+from solvers.sketch.ridge import DIVERGENCE_FACTOR
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -82,42 +84,64 @@ def test_iterative_solvers_match_closed_form(easy, method, m, gamma):
 
 
 @pytest.mark.parametrize("robust", [False, True])
-@pytest.mark.parametrize("m,gamma", [(40, 10.0), (40, 400.0), (60, 1.0)])
+@pytest.mark.parametrize("m,gamma", [(40, 400.0), (40, 1000.0), (60, 1.0)])
 def test_fdrr_within_derived_error_bound(hard, easy, robust, m, gamma):
     """||xhat - x*|| = ||Hhat^{-1}(H - Hhat) x*|| <= eps/(gamma + rho) ||x*||, where
-    eps = alpha Delta_k (FD: 0 <= H - Hhat <= eps I) or eps = alpha Delta_k / 2 (RFD)."""
+    eps = alpha Delta_k (FD: 0 <= H - Hhat <= eps I) or eps = alpha Delta_k / 2 (RFD).
+    The cases are chosen with bound < 1, so that x = 0 (relative error 1) fails it."""
     A, b = hard if m == 40 else easy
     xs = _closed_form(A, b, gamma)
     x = fdrr(A, b, gamma, m, robust=robust)
     rho = FrequentDirections(m, robust=robust).fit(A).rho_
     eps = _best_alpha_delta(A, m) / (2 if robust else 1)
     bound = eps / (gamma + rho)
+    assert bound < 1.0
     assert _rel(x, xs) <= bound * (1 + 1e-8)
     res = solve_ridge(A, b, gamma, method="rfdrr" if robust else "fdrr", m=m, x_star=xs)
     np.testing.assert_allclose(res.x, x, rtol=1e-12)
     assert res.iterations == 1
-    if bound > 1e-6:  # a one-shot answer is not claimed optimal unless its gradient says so
-        assert res.termination is TerminationCondition.ITERATION_LIMIT
-        assert res.solution_status is SolutionStatus.FEASIBLE
+    # a one-shot estimator is an estimate, however small its gradient
+    assert res.termination is TerminationCondition.ESTIMATE
+    assert res.solution_status is SolutionStatus.FEASIBLE
+    assert not res.is_optimal
+    assert res.extra["rel_error"] == pytest.approx(_rel(x, xs), rel=1e-12)
+    assert "estimate" in res.raw_status
 
 
 @pytest.mark.parametrize("model", ["classical", "hessian"])
 @pytest.mark.parametrize("kind", ["gaussian", "sjlt"])
 def test_one_shot_random_sketches_match_their_closed_form(easy, model, kind):
-    """x^C = (A'S'SA + g I)^{-1} A'S'S b, x^H = (A'S'SA + g I)^{-1} A'b with S explicit."""
+    """x^C = (A'S'SA + g I)^{-1} A'S'S b, x^H = (A'S'SA + g I)^{-1} A'b with S explicit, and
+    their distance to x* inside the bracket derived from the explicit S.
+
+    With Ht = A'S'SA + g I and H = A'A + g I: x^H - x* = Ht^{-1}(H - Ht) x*, so
+    ||x^H - x*|| <= e_H ||x*||, e_H = ||Ht^{-1}(H - Ht)||_2; and
+    x^C - x* = Ht^{-1}(A'S'Sb - A'b) + (x^H - x*), so ||x^C - x*|| / ||x*|| lies within e_H of
+    e_C = ||Ht^{-1}(A'S'Sb - A'b)|| / ||x*||. On this data e_H < 1 and e_C - e_H > 1: the
+    Hessian sketch is better than x = 0, the classical sketch provably worse (m < d)."""
     A, b = easy
-    gamma, m = 100.0, 120
+    gamma, m = 1000.0, 120
     S = make_random_sketch(kind, m, seed=7).fit(np.eye(A.shape[0])).sketch_
     SA = S @ A
     Ht = SA.T @ SA + gamma * np.eye(A.shape[1])
     rhs = SA.T @ (S @ b) if model == "classical" else A.T @ b
     ref = np.linalg.solve(Ht, rhs)
-    res = solve_ridge(A, b, gamma, method=f"{model}-{kind}", m=m, seed=7)
-    np.testing.assert_allclose(res.x, ref, rtol=1e-9, atol=1e-12 * np.abs(ref).max())
-    # stated tolerance against the exact ridge solution (statistical estimators, m < d)
     xs = _closed_form(A, b, gamma)
-    assert _rel(res.x, xs) <= (6.0 if model == "classical" else 1.0)
-    assert res.termination is TerminationCondition.ITERATION_LIMIT
+    res = solve_ridge(A, b, gamma, method=f"{model}-{kind}", m=m, seed=7, x_star=xs)
+    np.testing.assert_allclose(res.x, ref, rtol=1e-9, atol=1e-12 * np.abs(ref).max())
+    H = A.T @ A + gamma * np.eye(A.shape[1])
+    e_h = np.linalg.norm(np.linalg.solve(Ht, H - Ht), 2)
+    err = _rel(res.x, xs)
+    if model == "hessian":
+        assert e_h < 1.0
+        assert err <= e_h * (1 + 1e-9)
+    else:
+        e_c = np.linalg.norm(np.linalg.solve(Ht, SA.T @ (S @ b) - A.T @ b)) / np.linalg.norm(xs)
+        assert e_c - e_h > 1.0
+        assert e_c - e_h <= err * (1 + 1e-9) and err <= (e_c + e_h) * (1 + 1e-9)
+    assert res.termination is TerminationCondition.ESTIMATE
+    assert res.solution_status is SolutionStatus.FEASIBLE
+    assert res.extra["rel_error"] == pytest.approx(err, rel=1e-12)
 
 
 # ------------------------------------------------------------------ Theorems 5 and 6
@@ -156,14 +180,23 @@ def test_pcg_converges_where_iterative_fd_diverges(hard):
     xs = _closed_form(A, b, gamma)
     fd = solve_ridge(A, b, gamma, method="fd", m=m, max_iter=10, x_star=xs)
     errs = [h["rel_error"] for h in fd.extra["history"]]
-    assert errs[-1] > 1e3 * errs[0]  # Algorithm 1 diverges here
-    assert fd.termination is not TerminationCondition.OPTIMAL
+    assert errs[-1] > 10 * errs[0]  # Algorithm 1 diverges here ...
+    assert fd.termination is TerminationCondition.NUMERICAL_ERROR  # ... and says so
+    assert fd.iterations < 10
+    f_star = 0.5 * np.sum((A @ xs - b) ** 2) + 0.5 * gamma * xs @ xs
     for method in ("pcg-fd", "pcg-rfd"):
         res = solve_ridge(A, b, gamma, method=method, m=m, max_iter=60, x_star=xs)
         assert res.termination is TerminationCondition.OPTIMAL, method
         assert _rel(res.x, xs) <= 1e-8
-        # CG decreases the H-norm of the error monotonically (checked on the iterates' f)
         assert res.iterations <= 40
+        # CG decreases the H-norm of the error, f(x_t) - f* = ||x_t - x*||_H^2 / 2,
+        # monotonically: the recorded f(x_t) never increase (beyond round-off) and end at f*
+        f = np.array([h["objective"] for h in res.extra["history"]])
+        assert np.all(np.diff(f) <= 1e-13 * f[0]), method
+        assert f[0] > f_star * (1 + 1e-6)  # the first iterate is not yet optimal
+        assert f[-1] == pytest.approx(f_star, rel=1e-12)
+        f_last = 0.5 * np.sum((A @ res.x - b) ** 2) + 0.5 * gamma * res.x @ res.x
+        assert f[-1] == pytest.approx(f_last, rel=1e-12)
 
 
 def test_pcg_on_ill_conditioned_data():
@@ -248,7 +281,8 @@ def test_history_and_result_fields(hard):
     assert res.iterations == 5
     hist = res.extra["history"]
     assert [h["iteration"] for h in hist] == [1, 2, 3, 4, 5]
-    assert all({"iteration", "grad_norm", "rel_error", "time"} <= set(h) for h in hist)
+    assert all({"iteration", "grad_norm", "objective", "rel_error", "time"} <= set(h)
+               for h in hist)
     assert res.extra["sketch_time"] > 0
     assert res.extra["passes"] == pytest.approx(5.5)  # A'b plus one pass per iteration
     assert res.extra["rho"] > 0
@@ -257,11 +291,154 @@ def test_history_and_result_fields(hard):
 
 
 def test_divergence_is_reported_not_hidden(hard):
+    """gamma = 1e-3 far below sigma_41(A)^2: every m = 40 sketch leaves a direction where the
+    step overshoots by (||A v||^2 + gamma) / gamma, so the single-sketch iteration diverges."""
     A, b = hard
-    res = solve_ridge(A, b, 1e-3, method="single-gaussian", m=40, max_iter=300)
-    assert res.termination in (TerminationCondition.NUMERICAL_ERROR,
-                               TerminationCondition.ITERATION_LIMIT)
+    gamma = 1e-3
+    assert np.linalg.svd(A, compute_uv=False)[40] ** 2 > gamma
+    res = solve_ridge(A, b, gamma, method="single-gaussian", m=40, max_iter=300)
+    assert res.termination is TerminationCondition.NUMERICAL_ERROR
+    assert res.solution_status is SolutionStatus.FEASIBLE
+    assert res.iterations < 300
+    assert "increase m or gamma, or use pcg-rfd" in res.raw_status
     assert not res.is_optimal
+
+
+@pytest.fixture(scope="module")
+def small():
+    """n = 200, d = 30: sigma_k(A)^2 = 205, 188, ..., 22.7 (k = 10), 15.5 (k = 11)."""
+    A, b, _ = make_ridge(n=200, d=30, r=0.3, seed=1)
+    return A, b
+
+
+def _f(A, b, gamma, x):
+    return 0.5 * float(np.sum((A @ x - b) ** 2)) + 0.5 * gamma * float(x @ x)
+
+
+def test_diverging_iterative_fd_stops_with_numerical_error(small):
+    """m = 10, gamma = 10: ||A'A - B'B||_2 > gamma and lambda_max(Hhat^{-1} H) > 2, so
+    Algorithm 1 diverges. Reference: the same iteration run densely here; the solver must stop
+    at the first t with f(x_t) > DIVERGENCE_FACTOR f(0) and return the best iterate."""
+    A, b = small
+    gamma, m, d = 10.0, 10, A.shape[1]
+    B = FrequentDirections(m).fit(A).sketch_
+    H = A.T @ A + gamma * np.eye(d)
+    Hh = B.T @ B + gamma * np.eye(d)
+    assert np.linalg.norm(A.T @ A - B.T @ B, 2) > gamma  # the hint's condition fails
+    assert np.max(np.linalg.eigvals(np.linalg.solve(Hh, H)).real) > 2.0  # so it diverges
+    f0 = 0.5 * float(b @ b)
+    xs_dense, fs = [np.zeros(d)], [f0]
+    while fs[-1] <= DIVERGENCE_FACTOR * f0:
+        x = xs_dense[-1]
+        xs_dense.append(x - np.linalg.solve(Hh, H @ x - A.T @ b))
+        fs.append(_f(A, b, gamma, xs_dense[-1]))
+    t_stop = len(fs) - 1
+    best = int(np.argmin(fs))
+    assert 2 <= t_stop <= 20 and best >= 1  # a non-trivial case: x_best != 0
+    res = solve_ridge(A, b, gamma, method="fd", m=m, max_iter=50)
+    assert res.termination is TerminationCondition.NUMERICAL_ERROR
+    assert res.solution_status is SolutionStatus.FEASIBLE
+    assert res.iterations == t_stop
+    assert res.extra["best_iteration"] == best
+    np.testing.assert_allclose(res.x, xs_dense[best], rtol=1e-8)
+    assert res.objective == pytest.approx(fs[best], rel=1e-10)
+    assert "||A'A - B'B||_2 < gamma" in res.raw_status
+    assert "increase m or gamma, or use pcg-rfd which never diverges" in res.raw_status
+    # stopped by max_iter before the factor, with f above f(0): a limit plus the same hint
+    t_cap = next(t for t in range(1, t_stop) if fs[t] > f0 and t > best)
+    capped = solve_ridge(A, b, gamma, method="fd", m=m, max_iter=t_cap)
+    assert capped.termination is TerminationCondition.ITERATION_LIMIT
+    assert capped.objective == pytest.approx(fs[t_cap], rel=1e-10)
+    assert "not contracting" in capped.raw_status and "pcg-rfd" in capped.raw_status
+    # the advice works: PCG with the same sketch reaches the optimum
+    pcg = solve_ridge(A, b, gamma, method="pcg-rfd", m=m, max_iter=100)
+    assert pcg.is_optimal
+    assert _rel(pcg.x, _closed_form(A, b, gamma)) <= 1e-8
+
+
+@pytest.mark.parametrize("kind", ["gaussian", "sjlt"])
+def test_diverging_ihs_stops_with_numerical_error(small, kind):
+    """m = 10, gamma = 10 < sigma_11(A)^2 = 15.5: for EVERY sketch S with m = 10 rows there is
+    a unit v with S A v = 0 and ||A v||^2 >= sigma_11^2 (Courant-Fischer), so
+    v'Hv / v'Hhat v >= 1 + sigma_11^2 / gamma > 2 and no step contracts; IHS diverges."""
+    A, b = small
+    gamma, m = 10.0, 10
+    assert np.linalg.svd(A, compute_uv=False)[m] ** 2 > gamma
+    res = solve_ridge(A, b, gamma, method=f"ihs-{kind}", m=m, max_iter=50)
+    assert res.termination is TerminationCondition.NUMERICAL_ERROR
+    assert res.solution_status is SolutionStatus.FEASIBLE
+    assert res.iterations < 50
+    hist = res.extra["history"]
+    f0 = 0.5 * float(b @ b)
+    assert hist[-1]["objective"] > DIVERGENCE_FACTOR * f0
+    assert all(h["objective"] <= DIVERGENCE_FACTOR * f0 for h in hist[:-1])
+    # the returned x is the best of x_0 = 0 and the recorded iterates, its f recomputed here
+    assert _f(A, b, gamma, res.x) == pytest.approx(
+        min([f0] + [h["objective"] for h in hist]), rel=1e-10)
+    assert "A'A + gamma I < 2 (A'S'SA + gamma I)" in res.raw_status
+    assert "increase m or gamma, or use pcg-rfd which never diverges" in res.raw_status
+    # a large enough gamma makes the same sketch size converge
+    ok = solve_ridge(A, b, 300.0, method=f"ihs-{kind}", m=m, max_iter=60)
+    assert ok.termination is TerminationCondition.OPTIMAL
+
+
+SCALE_CASES = [  # (method, m, gamma, max_iter): converging, limited and diverging runs
+    ("fd", 10, 100.0, 60), ("rfd", 10, 30.0, 60), ("pcg-rfd", 10, 1.0, 100),
+    ("ihs-sjlt", 15, 100.0, 60), ("single-gaussian", 20, 300.0, 60),
+    ("fd", 10, 30.0, 20), ("fd", 10, 10.0, 50), ("ihs-gaussian", 10, 10.0, 50),
+    ("cholesky", 1, 1.0, 1),
+]
+
+
+@pytest.mark.parametrize("method,m,gamma,max_iter", SCALE_CASES)
+def test_status_and_iterations_invariant_to_scaling_b(small, method, m, gamma, max_iter):
+    """b -> s b scales every iterate, gradient and term of the rule by s: the same
+    termination, iteration count and relative-gradient history for s = 1e-12, 1, 1e12 (a
+    rule relative to max(1, ||A'b||) would stop b * 1e-12 at once)."""
+    A, b = small
+    runs = [solve_ridge(A, s * b, gamma, method=method, m=m, max_iter=max_iter, tol=1e-10)
+            for s in (1e-12, 1.0, 1e12)]
+    ref = runs[1]
+    for s, res in zip((1e-12, 1e12), (runs[0], runs[2]), strict=True):
+        assert res.termination is ref.termination, s
+        assert res.iterations == ref.iterations, s
+        np.testing.assert_allclose([h["grad_norm"] for h in res.extra["history"]],
+                                   [h["grad_norm"] for h in ref.extra["history"]],
+                                   rtol=1e-4, atol=1e-14)
+        np.testing.assert_allclose(res.x, s * ref.x, rtol=1e-6, atol=1e-9 * s * np.abs(ref.x).max())
+    assert {r.termination for r in runs} <= {TerminationCondition.OPTIMAL,
+                                             TerminationCondition.ITERATION_LIMIT,
+                                             TerminationCondition.NUMERICAL_ERROR}
+
+
+def test_certificate_bound_brackets_the_exact_optimum(small):
+    """For nonzero sketched answers (a one-shot estimate, a run stopped at max_iter and a
+    diverged run's best iterate): lower_bound(x) = f(x) - ||grad f(x)||^2 / (2 gamma) <= f* <=
+    f(x), f* from the closed form; run_strategy keeps their statuses and reports
+    gap = (f(x) - lower_bound(x)) / f(0) >= (f(x) - f*) / f(0) > 0."""
+    A, b = small
+    gamma = 10.0
+    prob = Ridge(A, b, alpha=gamma)
+    xs = _closed_form(A, b, gamma)
+    f_star = _f(A, b, gamma, xs)
+    f0 = 0.5 * float(b @ b)
+    cases = {"fdrr": ({"m": 10}, TerminationCondition.ESTIMATE),
+             "rfd": ({"m": 10, "max_iter": 3}, TerminationCondition.ITERATION_LIMIT),
+             "fd": ({"m": 10, "max_iter": 50}, TerminationCondition.NUMERICAL_ERROR)}
+    for method, (opts, expected) in cases.items():
+        res = prob.solve(method, **opts)
+        x = res.x
+        assert np.linalg.norm(x) > 0.1 * np.linalg.norm(xs), method
+        g = A.T @ (A @ x - b) + gamma * x
+        lower = _f(A, b, gamma, x) - float(g @ g) / (2 * gamma)
+        assert lower <= f_star <= _f(A, b, gamma, x), method
+        assert _f(A, b, gamma, x) > f_star * (1 + 1e-9), method  # not the optimum
+        assert res.bound == pytest.approx(lower, rel=1e-9)
+        assert res.gap == pytest.approx((_f(A, b, gamma, x) - lower) / f0, rel=1e-9)
+        assert res.gap >= (_f(A, b, gamma, x) - f_star) / f0
+        assert not res.is_optimal
+        assert res.termination is expected, method
+        assert res.extra["rel_error"] == pytest.approx(_rel(x, xs), rel=1e-9)
 
 
 def test_zero_rhs_gives_zero():

@@ -1,7 +1,7 @@
 """Sketch preconditioners for ridge regression: Frequent Directions and random projections.
 
-See design/formulations.md section 6 and the paper "Frequent Directions for ridge regression:
-statistical and optimization perspectives" (papers/frequent-directions-ridge.txt).
+See the paper "Frequent Directions for ridge regression: statistical and optimization
+perspectives" for the estimators, the iterative scheme and its convergence theorems.
 """
 
 from solvers.sketch.distributed import fd_sketch_dask

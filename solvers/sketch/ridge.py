@@ -1,6 +1,6 @@
 """Ridge regression by sketching: one-shot sketched solves, iterative sketching and sketch-PCG.
 
-Problem (design/formulations.md section 6)::
+Problem::
 
     min_x f(x) = 1/2 ||A x - b||^2 + gamma/2 ||x||^2,   H = A'A + gamma I,   x* = H^{-1} A'b
     grad f(x) = A'(A x - b) + gamma x = H (x - x*)
@@ -12,9 +12,11 @@ Methods of :func:`solve_ridge` (``method=``):
 - ``"classical-gaussian"`` / ``"classical-sjlt"``: ``(A'S'SA + gamma I)^{-1} A'S'S b``.
 - ``"hessian-gaussian"`` / ``"hessian-sjlt"``: ``(A'S'SA + gamma I)^{-1} A'b``.
 - ``"fd"`` / ``"rfd"``: Algorithm 1 (iFDRR) with the correct gradient,
-  ``x_{t+1} = x_t - Hhat^{-1} grad f(x_t)``; one pass ``A'(A x)`` per iteration. Converges
-  when ``||A - A_k||_F^2/(m-k) < gamma/2`` (FD, rate b/(1-b), Theorem 5) or ``< gamma`` (RFD,
-  rate b/(2-b), Theorem 6), ``b = ||A - A_k||_F^2 / ((m-k) gamma)``; may diverge otherwise.
+  ``x_{t+1} = x_t - Hhat^{-1} grad f(x_t)``; one pass ``A'(A x)`` per iteration. The step
+  contracts when the sketch error is below the shift: ``||A'A - B'B||_2 < gamma`` (FD) or
+  ``||A'A - B'B - rho I||_2 < gamma + rho`` (RFD). Rates: with
+  ``b = ||A - A_k||_F^2 / ((m-k) gamma)``, ``b < 1/2`` gives rate b/(1-b) (FD, Theorem 5 of the
+  FD ridge paper) and ``b < 1`` rate b/(2-b) (RFD, Theorem 6); it may diverge otherwise.
 - ``"ihs-gaussian"`` / ``"ihs-sjlt"``: the same step with a fresh random sketch each iteration
   (Pilanci & Wainwright 2016); ``"single-gaussian"`` / ``"single-sjlt"``: one random sketch for
   all iterations, step size 1 (as in the paper's experiment).
@@ -23,11 +25,25 @@ Methods of :func:`solve_ridge` (``method=``):
   H-norm monotonically.
 - ``"cholesky"``: the exact reference, forms ``A'A + gamma I`` (d x d) and factors it.
 
-Termination: ``OPTIMAL`` when ``||grad f(x)|| <= tol ||A'b||`` (checked on the true gradient,
-computed from the data, never a recursion), else ``ITERATION_LIMIT`` with a ``FEASIBLE``
-solution; a non-finite iterate (divergence) ends with ``NUMERICAL_ERROR``. One-shot methods are
-a single step: they report ``iterations=1`` and the same rule, so their honest answer is
-normally ``ITERATION_LIMIT`` / ``FEASIBLE``.
+Termination (each iterate's numbers are computed from the data, never from a recursion):
+
+- The stopping rule is scale invariant: ``OPTIMAL`` once the relative gradient
+  ``||grad f(x)|| / (||A'A x|| + gamma ||x|| + ||A'b||)`` (the gradient over the magnitudes of
+  its terms) is ``<= tol``; multiplying b by any factor multiplies every iterate, gradient and
+  term by it, so the same iterations and status result.
+- ``ITERATION_LIMIT`` / ``FEASIBLE`` at ``max_iter`` without meeting the rule.
+- ``NUMERICAL_ERROR`` / ``FEASIBLE`` when an iteration (fd, rfd, ihs-*, single-*) diverges: a
+  non-finite value, or ``f(x_t) > DIVERGENCE_FACTOR * f(0)``. A step ``x - Hhat^{-1} grad f(x)``
+  maps the error e = x - x* to ``(I - Hhat^{-1} H) e``, which contracts ``f - f* = e'He / 2``
+  whenever the eigenvalues of ``Hhat^{-1} H`` lie in (0, 2); a run of such steps never raises f
+  above f(0), so passing the factor proves a step outside that condition. The result carries
+  the best finite iterate seen (lowest f among x_0 = 0, x_1, ..., x_t) and ``raw_status`` states
+  the method's convergence condition and the fix (see ``_DIVERGENCE_HINTS``).
+- ``ESTIMATE`` / ``FEASIBLE`` for the one-shot methods (fdrr, rfdrr, classical-*, hessian-*):
+  a sketched closed form is an estimator, not an optimum; ``extra["rel_error"]`` gives its
+  distance to ``x_star`` when that is passed.
+- ``cholesky`` is ``OPTIMAL`` when its solution meets the rule, else ``NUMERICAL_ERROR``.
+- b with ``A'b = 0`` has the exact solution x = 0, returned ``OPTIMAL`` by every method.
 """
 
 from __future__ import annotations
@@ -67,6 +83,24 @@ RIDGE_METHODS: dict[str, str] = {
     "pcg-rfd": "conjugate gradient preconditioned by the RFD sketch",
     "cholesky": "exact: factor A'A + gamma I (forms d x d)",
 }
+
+DIVERGENCE_FACTOR = 100.0
+"""An iterative run stops as diverged once ``f(x_t) > DIVERGENCE_FACTOR * f(0)`` (contracting
+steps never raise f above f(0); see the module docstring)."""
+
+_FIX = "increase m or gamma, or use pcg-rfd which never diverges"
+_DIVERGENCE_HINTS: dict[str, str] = {
+    "fd": "iterative FD converges when the sketch error is below gamma, "
+          "||A'A - B'B||_2 < gamma (FD bounds it by ||A - A_k||_F^2 / (m - k) for k < m); " + _FIX,
+    "rfd": "iterative RFD converges when the sketch error is below gamma + rho, "
+           "||A'A - B'B - rho I||_2 < gamma + rho (RFD bounds it by "
+           "||A - A_k||_F^2 / (2 (m - k)) for k < m); " + _FIX,
+    "ihs": "the iterative Hessian sketch converges when every sketched Hessian satisfies "
+           "A'A + gamma I < 2 (A'S'SA + gamma I), which needs a large enough sketch m; " + _FIX,
+    "single": "the single-sketch iteration (step 1) converges when "
+              "A'A + gamma I < 2 (A'S'SA + gamma I), which needs a large enough sketch m; " + _FIX,
+}
+"""Per iterative family: the condition under which its step contracts, and what to change."""
 
 
 # ---------------------------------------------------------------------------- sketches
@@ -139,7 +173,8 @@ def solve_ridge(
     max_iter : int
         Iterations (passes over A) for the iterative methods (the paper's t).
     tol : float
-        Stop with OPTIMAL once ``||grad f(x)|| <= tol * ||A'b||``.
+        Stop with OPTIMAL once ``||grad f(x)|| <= tol * (||A'A x|| + gamma ||x|| + ||A'b||)``
+        (scale invariant; see the module docstring).
     x_star : ndarray (d,), optional
         The exact solution; when given, the history records ``||x_t - x*|| / ||x*||``.
     seed : int
@@ -156,9 +191,11 @@ def solve_ridge(
     Returns
     -------
     SolveResult
-        ``x``, ``objective`` f(x), ``iterations``, ``termination``; ``extra["history"]`` (per
-        iteration: iteration, grad_norm (relative to ||A'b||), rel_error when x_star is given,
-        time since the start), ``extra["sketch_time"]``, ``extra["rho"]``, ``extra["passes"]``.
+        ``x``, ``objective`` f(x), ``iterations``, ``termination`` (see the module docstring);
+        ``extra["history"]`` (per iteration: iteration, grad_norm (the relative gradient of the
+        stopping rule), objective f(x_t), rel_error when x_star is given, time since the start),
+        ``extra["rel_error"]`` of the returned x (with x_star), ``extra["sketch_time"]``,
+        ``extra["rho"]``, ``extra["passes"]``; ``extra["best_iteration"]`` after a divergence.
     """
     if method not in RIDGE_METHODS:
         raise DataError(
@@ -236,14 +273,16 @@ def _check_problem(
 
 
 class _Run:
-    """State of one solve: data, timing, history, and the honest termination rule."""
+    """State of one solve: data, timing, history, and the honest termination rules."""
 
     def __init__(self, A, b, gamma, tol, x_star, verbose, method) -> None:
         self.t0 = time.perf_counter()
         self.A, self.b, self.gamma, self.tol = A, b, gamma, tol
         self.x_star, self.verbose, self.method = x_star, verbose, method
+        self.family = method.partition("-")[0]
         self.c = A.T @ b
         self.c_norm = float(np.linalg.norm(self.c))
+        self.f0 = 0.5 * float(b @ b)
         self.xs_norm = None if x_star is None else float(np.linalg.norm(x_star))
         self.history: list[dict] = []
         self.sketch_time = 0.0
@@ -257,68 +296,93 @@ class _Run:
         self.sketch_time += time.perf_counter() - t
         return out
 
-    def gradient(self, x: np.ndarray) -> tuple[np.ndarray, float]:
-        """``(grad f(x), f(x))`` from one pass ``A'(A x - b)``."""
+    def gradient(self, x: np.ndarray) -> tuple[np.ndarray, float, float]:
+        """``(grad f(x), f(x), relative gradient)`` from one pass ``A'(A x - b)``."""
         with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported, not warned
             r = self.A @ x - self.b
             self.passes += 1
             g = self.A.T @ r + self.gamma * x
-            return g, 0.5 * float(r @ r) + 0.5 * self.gamma * float(x @ x)
+            f = 0.5 * float(r @ r) + 0.5 * self.gamma * float(x @ x)
+            # A'A x = A'r + A'b, only needed for the scale of the rule
+            return g, f, self.rel_grad(g, g - self.gamma * x + self.c, x)
 
-    def rel_grad(self, g: np.ndarray) -> float:
+    def rel_grad(self, g: np.ndarray, ata_x: np.ndarray, x: np.ndarray) -> float:
+        """``||g|| / (||A'A x|| + gamma ||x|| + ||A'b||)`` (the magnitudes of the gradient's
+        terms; > 0 since A'b != 0 here). NaN or inf when the iterate is not finite."""
         with np.errstate(over="ignore", invalid="ignore"):
-            return float(np.linalg.norm(g)) / self.c_norm
+            scale = (float(np.linalg.norm(ata_x)) + self.gamma * float(np.linalg.norm(x))
+                     + self.c_norm)
+            return float(np.linalg.norm(g)) / scale
 
-    def record(self, it: int, x: np.ndarray, rel_grad: float) -> None:
-        entry = {"iteration": it, "grad_norm": rel_grad, "time": time.perf_counter() - self.t0}
-        if self.x_star is not None:
+    def rel_error(self, x: np.ndarray) -> float | None:
+        """``||x - x*|| / ||x*||`` (absolute when x* = 0), or None without ``x_star``."""
+        if self.x_star is None:
+            return None
+        with np.errstate(over="ignore", invalid="ignore"):
             err = float(np.linalg.norm(x - self.x_star))
-            entry["rel_error"] = err / self.xs_norm if self.xs_norm else err
+        return err / self.xs_norm if self.xs_norm else err
+
+    def record(self, it: int, x: np.ndarray, rel_grad: float, f: float) -> None:
+        entry = {"iteration": it, "grad_norm": rel_grad, "objective": f,
+                 "time": time.perf_counter() - self.t0}
+        if self.x_star is not None:
+            entry["rel_error"] = self.rel_error(x)
         self.history.append(entry)
         if self.verbose:
             extra = f"  rel_error {entry['rel_error']:.3e}" if "rel_error" in entry else ""
-            print(f"[{self.method}] iter {it:3d}  grad {rel_grad:.3e}{extra}  "
+            print(f"[{self.method}] iter {it:3d}  f {f:.6e}  grad {rel_grad:.3e}{extra}  "
                   f"t {entry['time']:.3f}s", flush=True)
 
-    def result(self, x, f, rel_grad, it, *, cond=None) -> SolveResult:
-        if cond is None:
-            if not (np.isfinite(rel_grad) and np.all(np.isfinite(x))):
-                cond = TerminationCondition.NUMERICAL_ERROR
-            elif rel_grad <= self.tol:
-                cond = TerminationCondition.OPTIMAL
-            else:
-                cond = TerminationCondition.ITERATION_LIMIT
-        status = {
-            TerminationCondition.OPTIMAL: SolutionStatus.OPTIMAL,
-            TerminationCondition.ITERATION_LIMIT: SolutionStatus.FEASIBLE,
-        }.get(cond, SolutionStatus.NO_SOLUTION if not np.all(np.isfinite(x))
-              else SolutionStatus.FEASIBLE)
+    def result(self, x, f, rel_grad, it, cond, raw: str = "") -> SolveResult:
+        """The result for ``x``; OPTIMAL only for an OPTIMAL ``cond``, else FEASIBLE."""
+        status = (SolutionStatus.OPTIMAL if cond is TerminationCondition.OPTIMAL
+                  else SolutionStatus.FEASIBLE)
         total = time.perf_counter() - self.t0
+        extra = {"history": self.history, "sketch_time": self.sketch_time,
+                 "grad_norm": rel_grad, "rho": self.rho, "passes": self.passes}
+        if self.x_star is not None:
+            extra["rel_error"] = self.rel_error(x)
         return SolveResult(
             termination=cond, solution_status=status, objective=f, x=x, iterations=it,
             build_time=self.sketch_time, solve_time=total - self.sketch_time,
             solver="numpy", strategy=f"sketch:{self.method}",
-            raw_status=f"relative gradient norm {rel_grad:.3e} (tol {self.tol:.1e})",
-            extra={"history": self.history, "sketch_time": self.sketch_time,
-                   "grad_norm": rel_grad, "rho": self.rho, "passes": self.passes},
+            raw_status=raw or f"relative gradient {rel_grad:.3e} (tol {self.tol:.1e})",
+            extra=extra,
         )
+
+    def by_rule(self, x, f, rel_grad, it) -> SolveResult:
+        """OPTIMAL when the scale-invariant rule holds, else ITERATION_LIMIT (with a note when
+        f ended above f(0): the iteration is not contracting)."""
+        if rel_grad <= self.tol:
+            return self.result(x, f, rel_grad, it, TerminationCondition.OPTIMAL)
+        raw = ""
+        if f > self.f0 and self.family in _DIVERGENCE_HINTS:
+            raw = (f"relative gradient {rel_grad:.3e} (tol {self.tol:.1e}); f(x_t) = {f:.3e} "
+                   f"is above f(0) = {self.f0:.3e}, so the iteration is not contracting: "
+                   + _DIVERGENCE_HINTS[self.family])
+        return self.result(x, f, rel_grad, it, TerminationCondition.ITERATION_LIMIT, raw)
 
     # -- strategies
     def zero_rhs(self) -> SolveResult | None:
         if self.c_norm > 0:
             return None
         x = np.zeros(self.A.shape[1])
-        f = 0.5 * float(self.b @ self.b)
-        return self.result(x, f, 0.0, 0, cond=TerminationCondition.OPTIMAL)
+        return self.result(x, self.f0, 0.0, 0, TerminationCondition.OPTIMAL,
+                           "A'b = 0: x = 0 is the exact solution")
 
     def one_shot(self, x: np.ndarray) -> SolveResult:
+        """A sketched closed form: an ESTIMATE, whatever its gradient says."""
         early = self.zero_rhs()
         if early is not None:
             return early
-        g, f = self.gradient(x)
-        rg = self.rel_grad(g)
-        self.record(1, x, rg)
-        return self.result(x, f, rg, 1)
+        g, f, rg = self.gradient(x)
+        self.record(1, x, rg, f)
+        err = self.rel_error(x)
+        shown = "" if err is None else f", relative error to x* {err:.3e}"
+        return self.result(
+            x, f, rg, 1, TerminationCondition.ESTIMATE,
+            f"one-shot {self.method} estimate (not an optimum): relative gradient {rg:.3e}"
+            + shown)
 
     def cholesky(self) -> SolveResult:
         early = self.zero_rhs()
@@ -331,40 +395,56 @@ class _Run:
         self.passes += 1
         self.sketch_time = 0.0
         solve_t = time.perf_counter() - t
-        g, f = self.gradient(x)
-        rg = self.rel_grad(g)
-        self.record(1, x, rg)
+        g, f, rg = self.gradient(x)
+        self.record(1, x, rg, f)
         cond = (TerminationCondition.OPTIMAL if rg <= self.tol
                 else TerminationCondition.NUMERICAL_ERROR)
-        res = self.result(x, f, rg, 1, cond=cond)
+        res = self.result(x, f, rg, 1, cond)
         res.extra["factor_time"] = solve_t
         return res
 
     def iterate(self, precond_at: Callable[[int], SketchPreconditioner], max_iter: int):
-        """``x_{t+1} = x_t - P_t^{-1} grad f(x_t)`` from x_0 = 0 (grad f(0) = -A'b)."""
+        """``x_{t+1} = x_t - P_t^{-1} grad f(x_t)`` from x_0 = 0 (grad f(0) = -A'b); stops as
+        diverged on a non-finite value or ``f(x_t) > DIVERGENCE_FACTOR * f(0)``."""
         early = self.zero_rhs()
         if early is not None:
             return early
         x = np.zeros(self.A.shape[1])
-        g = -self.c
-        f, rg = 0.5 * float(self.b @ self.b), 1.0
+        g, f, rg = -self.c, self.f0, 1.0
+        best = (f, x, 0, rg)
         for t in range(1, max_iter + 1):
             with np.errstate(over="ignore", invalid="ignore"):
                 x = x - precond_at(t).solve(g)
-            g, f = self.gradient(x)
-            rg = self.rel_grad(g)
-            self.record(t, x, rg)
-            if not np.isfinite(rg):
-                return self.result(x, f, rg, t, cond=TerminationCondition.NUMERICAL_ERROR)
+            g, f, rg = self.gradient(x)
+            self.record(t, x, rg, f)
+            finite = np.isfinite(f) and np.isfinite(rg) and bool(np.all(np.isfinite(x)))
+            if finite and f < best[0]:
+                best = (f, x, t, rg)
+            if not finite or f > DIVERGENCE_FACTOR * self.f0:
+                return self.diverged(best, t, f if finite else None)
             if rg <= self.tol:
-                return self.result(x, f, rg, t)
-        return self.result(x, f, rg, max_iter)
+                break
+        return self.by_rule(x, f, rg, t)
+
+    def diverged(self, best: tuple, t: int, f: float | None) -> SolveResult:
+        """NUMERICAL_ERROR with the best finite iterate and the method's convergence hint."""
+        f_best, x_best, t_best, rg_best = best
+        limit = DIVERGENCE_FACTOR * self.f0
+        what = ("a non-finite iterate" if f is None
+                else f"f(x_t) = {f:.3e} > {DIVERGENCE_FACTOR:g} f(0) = {limit:.3e}")
+        raw = (f"{self.method} diverged at iteration {t} ({what}); returning the best finite "
+               f"iterate (iteration {t_best}, f = {f_best:.6e}); "
+               + _DIVERGENCE_HINTS[self.family])
+        res = self.result(x_best, f_best, rg_best, t, TerminationCondition.NUMERICAL_ERROR, raw)
+        res.extra["best_iteration"] = t_best
+        return res
 
     def pcg(self, P: SketchPreconditioner, max_iter: int) -> SolveResult:
-        """Preconditioned CG on ``H x = A'b``; keeps ``A x`` so f(x) needs no extra pass.
+        """Preconditioned CG on ``H x = A'b``; keeps ``A x`` (so f(x) needs no extra pass) and
+        ``H x`` (for the scale of the rule on the recursive residual).
 
         The recursive residual decides when to check; OPTIMAL is declared only after the true
-        gradient (one more half pass, ``A'(Ax - b)``) confirms it; otherwise CG restarts from
+        gradient (one more half pass, ``A'(Ax - b)``) confirms it; otherwise CG continues from
         the true residual.
         """
         early = self.zero_rhs()
@@ -373,11 +453,12 @@ class _Run:
         A, gamma = self.A, self.gamma
         x = np.zeros(A.shape[1])
         Ax = np.zeros(A.shape[0])
+        Hx = np.zeros(A.shape[1])
         r = self.c.copy()
         z = P.solve(r)
         p = z.copy()
         rz = float(r @ z)
-        rg = 1.0
+        rg, f = 1.0, self.f0
         for t in range(1, max_iter + 1):
             Ap = A @ p
             q = A.T @ Ap + gamma * p
@@ -388,13 +469,14 @@ class _Run:
             alpha = rz / pq
             x += alpha * p
             Ax += alpha * Ap
+            Hx += alpha * q
             r -= alpha * q
-            rg = self.rel_grad(r)
+            rg = self.rel_grad(r, Hx - gamma * x, x)
             if rg <= self.tol:
-                r = self.c - A.T @ Ax - gamma * x  # true residual = -grad
-                self.passes += 0.5
-                rg = self.rel_grad(r)
-            self.record(t, x, rg)
+                r, rg = self.true_residual(Ax, x)
+            res_vec = Ax - self.b
+            f = 0.5 * float(res_vec @ res_vec) + 0.5 * gamma * float(x @ x)
+            self.record(t, x, rg, f)
             if rg <= self.tol:
                 break
             z = P.solve(r)
@@ -403,9 +485,13 @@ class _Run:
             rz = rz_new
         else:
             t = max_iter
-        res_vec = Ax - self.b
-        f = 0.5 * float(res_vec @ res_vec) + 0.5 * gamma * float(x @ x)
         if rg > self.tol:  # otherwise rg is already the true residual's
-            rg = self.rel_grad(self.c - A.T @ Ax - gamma * x)
-            self.passes += 0.5
-        return self.result(x, f, rg, t)
+            _, rg = self.true_residual(Ax, x)
+        return self.by_rule(x, f, rg, t)
+
+    def true_residual(self, Ax: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, float]:
+        """``(A'b - H x, relative gradient)`` from the kept ``A x`` (half a pass)."""
+        ata_x = self.A.T @ Ax
+        self.passes += 0.5
+        r = self.c - ata_x - self.gamma * x
+        return r, self.rel_grad(r, ata_x, x)
