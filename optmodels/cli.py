@@ -1,10 +1,11 @@
 """The ``optmodels`` command: solve, compare, export and generate (a stable, scriptable CLI).
 
     optmodels solve    {lad,svm,klr,ridge} --data FILE [--strategy full] [--solver NAME]
-                       [--param KEY=VALUE ...] [--json] [--solution-out FILE.npy]
+                       [--param KEY=VALUE ...] [--json] [--solution-out FILE.{npy,csv,json}]
     optmodels compare  [{lad,svm,klr,ridge}] [--data FILE | --generate KEY=VALUE,...]
                        [--strategies a,b] [--json] [--plot FILE.png] [--quiet]
     optmodels export   {lad,svm,ridge} --data FILE --out FILE.{mps,lp} [--param KEY=VALUE ...]
+                       [--form F] [--mps-format {free,fixed}]
     optmodels generate {lad,svm,klr,ridge} --n N --p P --seed S --out FILE
 
 ``--param`` keys that the problem declares (C, kernel, gamma, degree, coef0, alpha,
@@ -77,7 +78,12 @@ def _parser() -> argparse.ArgumentParser:
         "--solver", default=None, help="backend for full solves (highs, clarabel, ecos, cholesky)"
     )
     s.add_argument("--json", action="store_true", help="print one JSON object")
-    s.add_argument("--solution-out", default=None, metavar="FILE.npy")
+    s.add_argument(
+        "--solution-out",
+        default=None,
+        metavar="FILE.{npy,csv,json}",
+        help="write the solution; .npy: the array, .csv: name,value rows, .json: names and values",
+    )
     s.add_argument("--verbose", action="store_true", help="print the solver's progress")
 
     c = sub.add_parser("compare", parents=[data_args], help="strategies side by side")
@@ -110,6 +116,12 @@ def _parser() -> argparse.ArgumentParser:
         "--out", required=True, metavar="FILE.{mps,lp}", help="output file (suffix: the format)"
     )
     e.add_argument("--form", default=None, help="model form (lad: primal/dual; svm: primal/dual)")
+    e.add_argument(
+        "--mps-format",
+        choices=("free", "fixed"),
+        default="free",
+        help="MPS layout: free (default) or fixed (names of at most 8 characters)",
+    )
 
     g = sub.add_parser("generate", help="write a seeded synthetic instance")
     g.add_argument("problem", choices=sorted(PROBLEMS), help="the problem the data is for")
@@ -242,6 +254,7 @@ def _solve(args: argparse.Namespace) -> int:
     from optmodels.strategies import options_for
 
     options_for(args.problem, args.strategy)  # an unknown strategy fails before loading data
+    _check_solution_out(args.solution_out)
     model_params, per_strategy = _split_params(args.problem, args.param, [args.strategy])
     options: dict[str, Any] = per_strategy[args.strategy]
     data = _load(args)
@@ -252,7 +265,7 @@ def _solve(args: argparse.Namespace) -> int:
         options["verbose"] = True
     res = problem.solve(strategy=args.strategy, **options)
     if args.solution_out and res.x is not None:
-        _save_npy(args.solution_out, res.x)
+        _save_solution(args.solution_out, problem, res)
     from optmodels.compare import record
 
     rec = record(problem, res)
@@ -264,16 +277,55 @@ def _solve(args: argparse.Namespace) -> int:
     return 0 if res.is_optimal else EXIT_NOT_OPTIMAL
 
 
-def _save_npy(path: str, x: np.ndarray) -> None:
-    target = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".npy", dir=target.parent or ".")
-    os.close(fd)
-    try:
-        np.save(tmp, x)
-        os.replace(tmp, target)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+SOLUTION_FORMATS = (".npy", ".csv", ".json")
+
+
+def _check_solution_out(path: str | None) -> None:
+    if path is not None and Path(path).suffix.lower() not in SOLUTION_FORMATS:
+        raise ValueError(
+            f"--solution-out {path!r}: the extension names the format; use one of "
+            f"{', '.join(SOLUTION_FORMATS)}."
+        )
+
+
+def _solution_table(problem: Any, res: Any) -> tuple[list[str], list[float]]:
+    """Names and values: LAD beta_j (+ intercept), SVM w_j or alpha_i (+ b), KLR alpha_i + b,
+    ridge x_j (+ intercept with fit_intercept); x_i for anything else."""
+    x = [float(v) for v in np.asarray(res.x, dtype=float).ravel()]
+    kind, extra = getattr(problem, "NAME", ""), res.extra
+    dual = extra.get("form") == "dual" or len(x) != getattr(problem, "p", -1)
+    prefix, tail = "x", None
+    if kind == "lad":
+        prefix, tail = "beta", "intercept" if problem.fit_intercept else None
+    elif kind == "svm":
+        prefix, tail = ("alpha" if dual else "w"), "b"
+    elif kind == "klr":
+        prefix, tail = "alpha", "b"
+    elif kind == "ridge" and problem.fit_intercept:
+        tail = "intercept"
+    names = [f"{prefix}_{i}" for i in range(len(x))]
+    if tail is not None and extra.get(tail) is not None:
+        names.append(tail)
+        x.append(float(extra[tail]))
+    return names, x
+
+
+def _save_solution(path: str, problem: Any, res: Any) -> None:
+    """Write the solution atomically as .npy (``res.x``), .csv (name,value) or .json."""
+    from instances.atomic import atomic_write
+
+    _check_solution_out(path)
+    suffix = Path(path).suffix.lower()
+    names, values = _solution_table(problem, res)
+    with atomic_write(path, text=suffix != ".npy") as fh:
+        if suffix == ".npy":
+            np.save(fh, np.asarray(res.x, dtype=float))
+        elif suffix == ".csv":
+            fh.write("name,value\n")
+            fh.writelines(f"{n},{v!r}\n" for n, v in zip(names, values, strict=True))
+        else:
+            json.dump({"names": names, "values": values}, fh, allow_nan=False)
+            fh.write("\n")
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -319,7 +371,7 @@ def _export(args: argparse.Namespace) -> int:
         )
     model_params = params
     problem = make_problem(args.problem, data.X, data.y, data.sample_weight, model_params)
-    write(problem, args.out, form=args.form)
+    write(problem, args.out, form=args.form, mps_format=args.mps_format)
     print(f"wrote {args.out}")
     return 0
 

@@ -91,9 +91,9 @@ def test_export_round_trip(lad_csv, tmp_path):
     out = tmp_path / "lad.mps"
     proc = run("export", "lad", "--data", str(lad_csv), "--out", str(out), "--form", "primal")
     assert proc.returncode == 0, proc.stderr
-    from optmodels.export import read
+    from optmodels.export import read_highs
 
-    h = read(out)
+    h = read_highs(out)
     h.run()
     from instances.io import load
 
