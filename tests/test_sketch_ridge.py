@@ -356,6 +356,28 @@ def test_diverging_iterative_fd_stops_with_numerical_error(small):
     assert _rel(pcg.x, _closed_form(A, b, gamma)) <= 1e-8
 
 
+@pytest.mark.parametrize("robust", [False, True])
+def test_hint_condition_suffices_beyond_the_theorems(small, robust):
+    """The hint's condition ||A'A - B'B - rho I||_2 < gamma + rho (rho = 0 for FD) makes every
+    eigenvalue of Hhat^{-1} H lie in (0, 2), so the step contracts even where Theorems 5 / 6
+    (b = min_k ||A - A_k||_F^2 / ((m - k) gamma) < 1/2 resp. < 1) do not apply."""
+    A, b = small
+    m, d = 10, A.shape[1]
+    sk = FrequentDirections(m, robust=robust).fit(A)
+    B, rho = sk.sketch_, sk.rho_
+    err = np.linalg.norm(A.T @ A - B.T @ B - rho * np.eye(d), 2)
+    gamma = 1.05 * err if not robust else 10.0
+    assert err < gamma + rho
+    assert _best_alpha_delta(A, m) / gamma > 1.0  # outside both theorems
+    H = A.T @ A + gamma * np.eye(d)
+    Hh = B.T @ B + (gamma + rho) * np.eye(d)
+    contraction = np.max(np.abs(1 - np.linalg.eigvals(np.linalg.solve(Hh, H)).real))
+    assert contraction < 1.0
+    res = solve_ridge(A, b, gamma, method="rfd" if robust else "fd", m=m, max_iter=300)
+    assert res.termination is TerminationCondition.OPTIMAL
+    assert _rel(res.x, _closed_form(A, b, gamma)) <= 1e-8
+
+
 @pytest.mark.parametrize("kind", ["gaussian", "sjlt"])
 def test_diverging_ihs_stops_with_numerical_error(small, kind):
     """m = 10, gamma = 10 < sigma_11(A)^2 = 15.5: for EVERY sketch S with m = 10 rows there is
@@ -439,6 +461,27 @@ def test_certificate_bound_brackets_the_exact_optimum(small):
         assert not res.is_optimal
         assert res.termination is expected, method
         assert res.extra["rel_error"] == pytest.approx(_rel(x, xs), rel=1e-9)
+
+
+@pytest.mark.parametrize("method", ["pcg-rfd", "rfd"])
+def test_own_rule_then_certificate(small, method):
+    """OPTIMAL from the solver's rule survives run_strategy only with gap <= 1e-6: a tight tol
+    stays OPTIMAL; a loose tol (1e-2) meets the rule but its gap, recomputed here as
+    ||grad f||^2 / (2 gamma f(0)), is above 1e-6, so it becomes CONVERGED."""
+    A, b = small
+    gamma = 30.0
+    prob = Ridge(A, b, alpha=gamma)
+    f0 = 0.5 * float(b @ b)
+    tight = prob.solve(method, m=10, tol=1e-10, max_iter=300)
+    loose = prob.solve(method, m=10, tol=1e-2, max_iter=300)
+    for res in (tight, loose):
+        g = A.T @ (A @ res.x - b) + gamma * res.x
+        assert res.gap == pytest.approx(float(g @ g) / (2 * gamma * f0), rel=1e-6, abs=1e-15)
+    assert tight.is_optimal and tight.gap <= 1e-6
+    assert loose.extra["grad_norm"] <= 1e-2  # its own rule was met ...
+    assert loose.gap > 1e-6  # ... but the certificate is not
+    assert loose.termination is TerminationCondition.CONVERGED
+    assert loose.solution_status is SolutionStatus.FEASIBLE
 
 
 def test_zero_rhs_gives_zero():
