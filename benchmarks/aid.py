@@ -91,8 +91,10 @@ def run_aid_svm(X, y, C):
 
 
 def run_full_svm(X, y, C, subsolver):
-    status, w, b = linear_svm_primal(X, y, np.ones(len(y)), C, subsolver=subsolver, tol=1e-8)
-    return dict(obj=svm_objective(X, y, C, w, b), ok=status == "Optimal", note=status)
+    out = linear_svm_primal(X, y, np.ones(len(y)), C, subsolver=subsolver, tol=1e-8)
+    ok = out.termination.value == "optimal" and out.w is not None
+    obj = svm_objective(X, y, C, out.w, out.b) if out.w is not None else float("nan")
+    return dict(obj=obj, ok=ok, note=out.raw)
 
 
 def run_linearsvc(X, y, C, dual):

@@ -8,8 +8,11 @@ import pytest
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
+import instances
+from optmodels.lad import LAD
 from solvers.aid import aid_lad, build_aggregated_lad
-from solvers.result import SolutionStatus, TerminationCondition
+from solvers.aid.lad import dual_bound, lad_natural_scale
+from solvers.result import CERTIFICATE_TOL, ROUNDOFF_TOL, SolutionStatus, TerminationCondition
 
 
 def lad_reference(X, y, s=None, fit_intercept=True) -> float:
@@ -218,3 +221,136 @@ def test_bad_input_names_argument(kwargs, name):
     X, y = args.pop("X"), args.pop("y")
     with pytest.raises(ValueError, match=name):
         aid_lad(X, y, **args)
+
+
+# ---- badly scaled data, certificates and bounds --------------------------------------------
+def hostile_lad(case, seed, n=500, p=4):
+    """A badly scaled LAD instance and ``(factor, X0, y0, s0)``: its optimum is ``factor`` times
+    the optimum of the well-scaled (X0, y0, s0) (LAD is homogeneous in (y, s) and a column
+    scale is absorbed by its coefficient)."""
+    X0, y0, _, _ = instances.make_lad(n=n, p=p, seed=seed)
+    s0 = np.ones(n)
+    X, y, s, factor = X0.copy(), y0, s0, 1.0
+    if case == "tiny_feature":
+        X[:, 0] *= 1e-10
+    elif case == "huge_feature":
+        X[:, 1] *= 1e16
+    elif case == "y_small":
+        y, factor = y0 * 1e-10, 1e-10
+    elif case == "y_large":
+        y, factor = y0 * 1e10, 1e10
+    elif case == "weights_small":
+        s, factor = s0 * 1e-9, 1e-9
+    return X, y, s, factor, (X0, y0, s0)
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize(
+    "case", ["tiny_feature", "huge_feature", "y_small", "y_large", "weights_small"]
+)
+def test_badly_scaled_equals_full_optimum(case, seed):
+    """AID on badly scaled data equals the optimum within 1e-7 of the natural scale and is
+    certified, against both the well-scaled linprog reference and the monolithic LAD solve."""
+    X, y, s, factor, (X0, y0, s0) = hostile_lad(case, seed)
+    ref = factor * lad_reference(X0, y0, s0)
+    problem = LAD(X, y, sample_weight=s)
+    scale = problem.natural_scale()
+    res = aid_lad(X, y, sample_weight=s, n_clusters=20, seed=seed)
+    assert res.scale == pytest.approx(scale, rel=1e-12)
+    # a bound is never above the optimum, an objective never below it
+    assert res.bound <= ref + ROUNDOFF_TOL * scale
+    assert res.objective >= ref - ROUNDOFF_TOL * scale
+    assert res.termination is TerminationCondition.CERTIFIED, res.raw_status
+    assert res.is_optimal and res.extra["certified"] and res.gap <= CERTIFICATE_TOL
+    assert abs(res.objective - ref) <= 1e-7 * scale
+    # the objective evaluated independently at the returned coefficients
+    assert abs(problem.objective(res.x, res.extra["intercept"]) - ref) <= 1e-7 * scale
+    full = problem.solve()
+    if full.is_optimal:
+        assert abs(res.objective - full.objective) <= 1e-7 * scale
+    # through the strategy registry the certificate survives the problem-level check
+    via = problem.solve("aid", n_clusters=20, seed=seed)
+    assert via.is_optimal and abs(via.objective - ref) <= 1e-7 * scale
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_certified_bound_is_below_the_optimum(seed):
+    """F <= the full optimum + round-off on every certified run, and on every iteration."""
+    X, y, s = make_lad(seed, kind="weights" if seed % 2 else "outliers")
+    ref = lad_reference(X, y, s)
+    res = aid_lad(X, y, sample_weight=s, n_clusters=8, init="quantile", split="sign")
+    assert res.termination is TerminationCondition.CERTIFIED
+    tol = ROUNDOFF_TOL * res.scale
+    assert res.bound <= ref + tol
+    assert all(h["F"] <= ref + tol for h in res.extra["history"])
+    assert res.gap == pytest.approx((res.objective - res.bound) / res.scale, abs=1e-15)
+
+
+def test_dual_bound_is_valid_for_any_box_point():
+    """The corrected bound of an arbitrary (infeasible) v in the box is below the optimum, and
+    that of a slightly perturbed optimal v is within 1e-6 of it."""
+    X, y, _ = make_lad(12, n=300, kind="outliers")
+    A = np.column_stack([X, np.ones(300)])
+    ref = lad_reference(X, y)
+    rng = np.random.default_rng(0)
+    abs_y = float(np.abs(y).sum())
+    for _ in range(20):
+        v = rng.uniform(-1.0, 1.0, size=300)
+        assert dual_bound(A, y, v, abs_y) <= ref * (1 + 1e-12)
+    h = build_aggregated_lad(X, y, np.arange(300))
+    h.run()
+    v = np.array(h.getSolution().col_value) + rng.normal(scale=1e-9, size=300)
+    F = dual_bound(A, y, v, abs_y)
+    assert ref - 1e-6 * ref <= F <= ref * (1 + 1e-12)
+    assert float(y @ np.clip(v, -1, 1)) > F  # the uncorrected value is not a bound
+
+
+def test_pure_clusters_with_a_gap_are_a_numerical_error(monkeypatch):
+    """Sign purity without a gap within CERTIFICATE_TOL (here a bound made 1% weaker) is a
+    NUMERICAL_ERROR, never certified."""
+    import solvers.aid.lad as lad_mod
+
+    X, y, _ = make_lad(13, kind="plain")
+    exact = lad_mod.dual_bound
+    monkeypatch.setattr(lad_mod, "dual_bound", lambda *a: exact(*a) - 0.01 * abs(exact(*a)))
+    res = aid_lad(X, y, n_clusters=12)
+    assert res.termination is TerminationCondition.NUMERICAL_ERROR
+    assert res.solution_status is SolutionStatus.FEASIBLE and not res.extra["certified"]
+    assert "sign-pure" in res.raw_status and res.gap > CERTIFICATE_TOL
+    assert res.objective == pytest.approx(lad_reference(X, y), rel=1e-9)
+
+
+def test_solver_failure_is_a_result_not_an_exception(monkeypatch):
+    """HiGHS's status goes through STATUS_MAP: a kSolveError gives NUMERICAL_ERROR, no
+    solution, the raw status and a hint, with no exception."""
+    from solvers.aid import lad_lp
+
+    monkeypatch.setattr(lad_lp, "read_outcome", lambda h, q: lad_lp.LpOutcome(
+        lad_lp.STATUS_MAP["kSolveError"], "kSolveError"))
+    X, y, _ = make_lad(14, kind="plain")
+    res = aid_lad(X, y, n_clusters=12, sift=False)
+    assert res.termination is TerminationCondition.NUMERICAL_ERROR
+    assert res.solution_status is SolutionStatus.NO_SOLUTION and res.x is None
+    assert "kSolveError" in res.raw_status and "iteration 1" in res.raw_status
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_natural_scale_matches_the_problem(fit_intercept):
+    X, y, s = make_lad(15, kind="weights")
+    expected = LAD(X, y, sample_weight=s, fit_intercept=fit_intercept).natural_scale()
+    assert lad_natural_scale(y, s, fit_intercept) == pytest.approx(expected, rel=1e-12)
+    res = aid_lad(X, y, sample_weight=s, fit_intercept=fit_intercept, n_clusters=10)
+    assert res.scale == pytest.approx(expected, rel=1e-12)
+
+
+def test_scaling_factors_are_powers_of_two_and_skip_good_data():
+    X, y, _ = make_lad(16, kind="plain")
+    res = aid_lad(X, y, n_clusters=10)
+    sc = res.extra["scaling"]
+    assert np.all(sc["X_columns"] == 1.0) and sc["y"] == 1.0 and sc["sample_weight"] == 1.0
+    X[:, 2] *= 1e-12
+    res = aid_lad(X, y * 1e8, sample_weight=np.full(len(y), 1e-7), n_clusters=10)
+    sc = res.extra["scaling"]
+    for f in [*sc["X_columns"], sc["y"], sc["sample_weight"]]:
+        assert f == 2.0 ** np.round(np.log2(f))
+    assert sc["X_columns"][2] > 1e11 and sc["y"] < 1e-7 and sc["sample_weight"] > 1e6

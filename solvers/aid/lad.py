@@ -51,6 +51,7 @@ import highspy
 import numpy as np
 
 from solvers.aid.aggregation import Aggregate, aggregate, mixed_clusters, split_mixed
+from solvers.aid.certificate import pure_verdict, subproblem_failure
 from solvers.aid.clustering import LAD_METHODS, lad_clusters
 from solvers.aid.lad_lp import AggregatedLadLP, SiftedLadLP, lad_dual_lp, new_highs
 from solvers.aid.scaling import LadScaling, worst_scaled
@@ -65,13 +66,10 @@ from solvers.aid.validation import (
     check_weights,
 )
 from solvers.result import (
-    CERTIFICATE_TOL,
     SolutionStatus,
     SolveResult,
     TerminationCondition,
     certify,
-    gap_within,
-    relative_gap,
 )
 
 DEFAULT_LAD_CLUSTERS = 1000
@@ -303,7 +301,7 @@ def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start,
         st["lp_time"] += t_lp
         st["raw"] = out.raw
         if out.termination is not TerminationCondition.OPTIMAL or out.v is None:
-            st["termination"] = _lp_failure(out.termination)
+            st["termination"] = subproblem_failure(out.termination)
             st["raw"] = f"aggregated LP of iteration {it}: HiGHS {out.raw}"
             if st["termination"] is TerminationCondition.NUMERICAL_ERROR:
                 st["raw"] += "; " + _diagnosis(X, y, s)
@@ -332,7 +330,9 @@ def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start,
                   f"F {F / unit:.10g}  E {E / unit:.10g}  gap {gap:.3e}  lp {t_lp:.2f}s  "
                   f"t {time.perf_counter() - t0:.2f}s")
         if n_mixed == 0:
-            _pure(st, it, scale_s, X, y, s)
+            st["termination"], msg = pure_verdict(st["E_best"], st["F"], scale_s, it, "LP",
+                                                  lambda: _diagnosis(X, y, s))
+            st["raw"] = msg or st["raw"]
             break
         if gap <= gap_tol:
             st["termination"] = TerminationCondition.GAP_LIMIT
@@ -350,35 +350,11 @@ def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start,
     return st
 
 
-def _pure(st: dict[str, Any], it: int, scale_s: float, X, y, s) -> None:
-    """Sign purity proves optimality in exact arithmetic; certify only if the gap confirms."""
-    gap = relative_gap(st["E_best"], st["F"], scale_s)
-    if gap_within(gap, CERTIFICATE_TOL):
-        st["termination"] = TerminationCondition.CERTIFIED
-        return
-    st["termination"] = TerminationCondition.NUMERICAL_ERROR
-    shown = "unknown" if gap is None else f"{gap:.1e}"
-    st["raw"] = (f"sign-pure clusters at iteration {it}, but the relative gap (E - F) / scale = "
-                 f"{shown} exceeds {CERTIFICATE_TOL:.0e}: the aggregated LP was solved "
-                 f"inaccurately; {_diagnosis(X, y, s)}")
-
-
-_FAILURE = {
-    TerminationCondition.TIME_LIMIT: TerminationCondition.TIME_LIMIT,
-    TerminationCondition.ITERATION_LIMIT: TerminationCondition.ITERATION_LIMIT,
-    TerminationCondition.ERROR: TerminationCondition.ERROR,
-}
-
-
-def _lp_failure(term: TerminationCondition) -> TerminationCondition:
-    """The aggregated LP is always feasible (v = 0) and bounded (a box): any other outcome than
-    a limit or a plain error (infeasible, unbounded, optimal without a solution) is numerics."""
-    return _FAILURE.get(term, TerminationCondition.NUMERICAL_ERROR)
-
-
 def _diagnosis(X: np.ndarray, y: np.ndarray, s: np.ndarray) -> str:
     cols = {f"column {j} of X": X[:, j] for j in range(X.shape[1])}
-    return worst_scaled({**cols, "y": y, "sample_weight": s})
+    return (worst_scaled({**cols, "y": y, "sample_weight": s})
+            or "no column of X, y or sample_weight is badly scaled after equilibration; "
+            "try warm_start=False or the full solve")
 
 
 def _original_model(agg: Aggregate, fit_intercept: bool, sc: LadScaling) -> highspy.Highs:

@@ -101,11 +101,11 @@ def dynamic_range(v: np.ndarray) -> float:
 
 def worst_scaled(columns: dict[str, np.ndarray], limit: float = 1e8) -> str:
     """A sentence naming the array with the widest dynamic range of its non-zero entries, when
-    that range exceeds ``limit`` (power-of-two scaling cannot shrink a range within a column)."""
+    that range exceeds ``limit`` (power-of-two scaling cannot shrink a range within a column);
+    "" when none does."""
     ranges = {name: dynamic_range(v) for name, v in columns.items()}
     name = max(ranges, key=ranges.get) if ranges else None
     if name is None or ranges[name] <= limit:
-        return ("no column of X, y or weight spans more than "
-                f"{limit:.0e} after scaling; try warm_start=False or the full solve")
+        return ""
     return (f"{name} spans a dynamic range of {ranges[name]:.1e} (non-zero |values|) that "
             "scaling cannot reduce; rescale or drop it")

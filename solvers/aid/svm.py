@@ -2,19 +2,32 @@
 
 Problem (formulations.md section 2; paper problems (7) and (5)):
 
-    min_{w, b, xi}  1/2 ||w||^2 + C sum_i s_i xi_i
+    min_{w, b, xi}  P(w, b) = 1/2 ||w||^2 + C sum_i s_i xi_i
     s.t.            y_i (w' phi(x_i) + b) >= 1 - xi_i,   xi >= 0
 
 Iteration t on label-pure clusters C^t (paper symbols x^t_k, y^t_k, |C^t_k| -> xbar_k, y_k, W_k):
 
-* solve the aggregated problem (:mod:`solvers.aid.svm_qp`): F^t, its optimum, is a lower bound
-  on the optimum (Jensen: sum_{i in C} s_i max(0, 1 - y f(x_i)) >= W max(0, 1 - y f(xbar)));
-* E^t = the full primal objective at the aggregated (w, b), an upper bound; E_best = min E^t;
-* a cluster with rows on both sides of {1 - y_i f(x_i) <= 0} splits by that sign; when none
-  splits F^t = E^t and (w, b) is optimal: termination CERTIFIED.
+* solve the aggregated problem (:mod:`solvers.aid.svm_qp`); its optimum is a lower bound on the
+  full optimum by Jensen: the hinge is convex, so for a label-pure cluster
+  sum_{i in C_k} s_i max(0, 1 - y_k f(x_i)) >= W_k max(0, 1 - y_k f(xbar_k)) for every (w, b);
+* F^t = the aggregated *dual* value D(alpha) = sum_k alpha_k - 1/2 ||sum_k alpha_k y_k
+  phibar_k||^2 at the solver's alpha made feasible (clipped to [0, C W_k], y'alpha = 0
+  restored: :func:`solvers.aid.svm_qp.feasible_alpha`). This is a valid lower bound on the
+  full optimum whatever the solver's accuracy: the rows alpha_i = alpha_k s_i / W_k (i in C_k)
+  are feasible for the full dual (0 <= alpha_i <= C s_i, y'alpha = 0) with the same value, and
+  weak duality applies. F = max_t F^t.
+* E^t = P at the aggregated (w, b), an upper bound; E_best = min E^t;
+* a cluster with rows on both sides of {1 - y_i f(x_i) <= 0} splits by that sign.
 
-F is evaluated by the toolkit at the aggregated solution (the subsolver's tolerance,
-``tol`` = 1e-10, bounds its excess over the aggregated optimum).
+When no cluster splits, the hinge is linear on every cluster, Jensen holds with equality and
+E^t equals the aggregated primal value, which equals F^t at an exact solution: (w, b) is
+optimal in exact arithmetic. The result is CERTIFIED (solution OPTIMAL) only if in addition
+``(E_best - F) / scale <= CERTIFICATE_TOL`` with the natural scale ``scale = sum_i C s_i``
+(P(0, 0)); a sign-pure run failing that check is a NUMERICAL_ERROR, never certified.
+
+Data far from unit scale is equilibrated by powers of two first (:mod:`solvers.aid.scaling`):
+the columns of X (linear kernel; the Hessian becomes diag(c_j^2)), and the aggregated objective
+multiplied by sigma, which brings the mean box C s_i near 1; all undone exactly.
 """
 
 from __future__ import annotations
@@ -26,8 +39,17 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.aid.aggregation import aggregate, mixed_clusters, split_mixed
+from solvers.aid.certificate import pure_verdict, subproblem_failure
 from solvers.aid.clustering import SVM_METHODS, subsample, svm_clusters
-from solvers.aid.svm_qp import SUBSOLVERS, best_intercept, kernel_svm_dual, linear_svm_primal
+from solvers.aid.scaling import column_factors, pow2_factor, scale_columns, worst_scaled
+from solvers.aid.svm_qp import (
+    SUBSOLVERS,
+    QpOutcome,
+    best_intercept,
+    feasible_alpha,
+    kernel_svm_dual,
+    linear_svm_primal,
+)
 from solvers.aid.validation import (
     check_choice,
     check_labels,
@@ -39,7 +61,12 @@ from solvers.aid.validation import (
     check_weights,
 )
 from solvers.kernels import Kernel
-from solvers.result import SolutionStatus, SolveResult, TerminationCondition, relative_gap
+from solvers.result import (
+    SolutionStatus,
+    SolveResult,
+    TerminationCondition,
+    certify,
+)
 
 DEFAULT_SVM_CLUSTERS = 1000
 SVM_SUBSAMPLE = 5000
@@ -86,7 +113,8 @@ def aid_svm(
         (margin bins of a subsample fit) for the linear SVM and "kmeans" with a kernel.
         Labels you pass must not mix classes.
     gap_tol, max_iter, time_limit :
-        Limits: GAP_LIMIT / ITERATION_LIMIT / TIME_LIMIT with a FEASIBLE solution.
+        Limits: GAP_LIMIT (once (E_best - F) / sum_i C s_i <= gap_tol) / ITERATION_LIMIT /
+        TIME_LIMIT, with a FEASIBLE solution.
     subsolver : {"clarabel", "highs"}
         Aggregated linear primal by Clarabel (interior point, default) or HiGHS's QP solver.
         The kernel dual always uses Clarabel.
@@ -101,10 +129,12 @@ def aid_svm(
     -------
     SolveResult
         ``x`` = w (linear) or alpha per cluster (kernel), ``objective`` = E_best,
-        ``bound`` = F, ``gap`` = (E - F) / max(1, |E|); ``extra``: intercept (b), certified,
-        E_best, F, gap (AID's (E_best - F) / E_best), history (per iteration),
-        n_clusters_final, labels, and for kernels ``alpha_rows`` (the dual value of each row,
-        alpha_k s_i / W_k, a feasible point of the full dual).
+        ``bound`` = F (a proven lower bound), ``gap`` = (E_best - F) / scale with ``scale``
+        (also ``result.scale``) = sum_i C s_i; termination CERTIFIED only with sign-pure
+        clusters and ``gap <= CERTIFICATE_TOL``. ``extra``: intercept (b), certified, E_best,
+        F, gap, history (per iteration), n_clusters_final, labels, scaling (the power-of-two
+        factors ``X_columns`` and ``objective``), and for kernels ``alpha_rows`` (the dual
+        value of each row, alpha_k s_i / W_k, a feasible point of the full dual).
     """
     t0 = time.perf_counter()
     if kernel is not None and not isinstance(kernel, Kernel):
@@ -143,86 +173,115 @@ def aid_svm(
             X = X[keep]
         y, s = y[keep], s[keep]
         y = check_labels(y, keep.shape[0])
-    model = _KernelModel(X, s, kernel) if kernel is not None else _LinearModel(X, subsolver)
+    sigma = float(pow2_factor(C * float(s.mean()))[0])
+    if kernel is not None:
+        model: _LinearModel | _KernelModel = _KernelModel(X, s, kernel, sigma)
+    else:
+        model = _LinearModel(X, subsolver, sigma)
     if isinstance(init, str):
         score = None if init == "kmeans" else model.subsample_score(y, s, C, seed)
-        labels0 = svm_clusters(X, y, s, K0, score=score, method=init, seed=seed)
+        labels0 = svm_clusters(model.X, y, s, K0, score=score, method=init, seed=seed)
     else:
         labels0 = init if keep is None else init[keep]
     agg = aggregate(model.features(), y, s, labels0)
+    scale = C * float(s.sum())
     st = _run(model, y, s, agg, C, gap_tol, max_iter, time_limit, split == "refine",
-              zero_tol, verbose, t0)
-    return _result(st, agg, keep, n, kernel, subsolver, t0, s)
+              zero_tol, verbose, t0, scale)
+    return _result(st, agg, keep, n, kernel, subsolver, t0, scale, model)
 
 
 class _LinearModel:
-    """Linear kernel: aggregated primal in (w, b)."""
+    """Linear kernel: aggregated primal in (w', b) on the scaled columns X' = X c (w = c w')
+    with the objective times sigma (Hessian sigma c^2, costs sigma C W_k)."""
 
-    def __init__(self, X: np.ndarray, subsolver: str) -> None:
-        self.X = X
+    def __init__(self, X: np.ndarray, subsolver: str, sigma: float) -> None:
+        self.col = column_factors(X)
+        self.X = scale_columns(X, self.col)
         self.subsolver = subsolver
+        self.sigma = sigma
+        self.hess = sigma * self.col**2
 
     def features(self) -> np.ndarray:
         return self.X
 
     def subsample_score(self, y, s, C, seed) -> np.ndarray:
         idx = subsample(self.X.shape[0], SVM_SUBSAMPLE, np.random.default_rng(seed))
-        _, w, b = linear_svm_primal(self.X[idx], y[idx], s[idx], C, subsolver="clarabel", tol=1e-8)
-        return 1.0 - y * (self.X @ w + b)
+        out = linear_svm_primal(self.X[idx], y[idx], s[idx], self.sigma * C, hess=self.hess,
+                                subsolver="clarabel", tol=1e-8)
+        if out.w is None:  # only the initial clustering suffers: score every row alike
+            return np.ones(self.X.shape[0])
+        return 1.0 - y * (self.X @ out.w + out.b)
 
-    def solve(self, agg, yk, C, time_limit):
+    def solve(self, agg, yk, C, time_limit) -> tuple[QpOutcome, Any, float, float]:
+        """The outcome, the solution ``(w, b, w')``, 1/2 ||w||^2 and the dual bound F^t."""
         Xbar = agg.SX / agg.W[:, None]
-        status, w, b = linear_svm_primal(Xbar, yk, agg.W, C, subsolver=self.subsolver,
-                                         time_limit=time_limit)
-        sq = float(w @ w)
-        margin_k = 1.0 - yk * (Xbar @ w + b)
-        return status, (w, b), sq, margin_k
+        out = linear_svm_primal(Xbar, yk, agg.W, self.sigma * C, hess=self.hess,
+                                subsolver=self.subsolver, time_limit=time_limit)
+        if out.w is None or out.alpha is None:
+            return out, None, np.nan, -np.inf
+        w = self.col * out.w
+        alpha = feasible_alpha(out.alpha / self.sigma, yk, C * agg.W)
+        u = ((alpha * yk) @ Xbar) / self.col  # sum_k alpha_k y_k xbar_k in the data's units
+        F = float(alpha.sum() - 0.5 * u @ u)
+        return out, (w, out.b, out.w), 0.5 * float(w @ w), F
 
     def margins(self, sol, y) -> np.ndarray:
-        w, b = sol
-        return 1.0 - y * (self.X @ w + b)
+        _, b, w_scaled = sol
+        return 1.0 - y * (self.X @ w_scaled + b)
 
 
 class _KernelModel:
-    """Any kernel: aggregated dual on Kbar = D^-1 M K M' D^-1 (M[k, i] = s_i for i in C_k)."""
+    """Any kernel: aggregated dual on Kbar = D^-1 M K M' D^-1 (M[k, i] = s_i for i in C_k),
+    solved for alpha' = sigma alpha (Hessian Qbar / sigma, box sigma C W_k)."""
 
-    def __init__(self, X: np.ndarray, s: np.ndarray, kernel: Kernel) -> None:
+    def __init__(self, X: np.ndarray, s: np.ndarray, kernel: Kernel, sigma: float) -> None:
         self.X = X
         self.kernel = kernel
         self.Kmat = kernel(X, X)
         self.s = s
+        self.sigma = sigma
 
     def features(self) -> np.ndarray:
         return np.zeros((self.X.shape[0], 0))  # aggregated points live in feature space
+
+    def _dual(self, Q, yk, W, C, **kw) -> tuple[QpOutcome, np.ndarray | None]:
+        """Solve the scaled dual; return the outcome and the feasible alpha of the data."""
+        out = kernel_svm_dual(Q / self.sigma, yk, W, self.sigma * C, **kw)
+        return out, (None if out.alpha is None else
+                     feasible_alpha(out.alpha / self.sigma, yk, C * W))
 
     def subsample_score(self, y, s, C, seed) -> np.ndarray:
         idx = subsample(self.X.shape[0], min(SVM_SUBSAMPLE, 1000), np.random.default_rng(seed))
         Kss = self.Kmat[np.ix_(idx, idx)]
         ys = y[idx]
-        _, a = kernel_svm_dual(ys[:, None] * Kss * ys[None, :], ys, s[idx], C, tol=1e-8)
+        _, a = self._dual(ys[:, None] * Kss * ys[None, :], ys, s[idx], C, tol=1e-8)
+        if a is None:  # only the initial clustering suffers: score every row alike
+            return np.ones(self.X.shape[0])
         g = self.Kmat[:, idx] @ (a * ys)
         b = best_intercept(g[idx], ys, s[idx])
         return 1.0 - y * (g + b)
 
-    def _G(self, agg) -> np.ndarray:
+    def _M(self, agg) -> sp.csr_matrix:
         n = self.X.shape[0]
-        M = sp.csr_matrix((self.s, (agg.labels, np.arange(n))), shape=(agg.n_clusters, n))
-        return np.asarray(M @ self.Kmat) / agg.W[:, None]  # G[k, i] = sum_j s_j K_ji / W_k
+        return sp.csr_matrix((self.s, (agg.labels, np.arange(n))), shape=(agg.n_clusters, n))
 
-    def solve(self, agg, yk, C, time_limit):
-        n = self.X.shape[0]
-        G = self._G(agg)
-        M = sp.csr_matrix((self.s, (agg.labels, np.arange(n))), shape=(agg.n_clusters, n))
+    def solve(self, agg, yk, C, time_limit) -> tuple[QpOutcome, Any, float, float]:
+        """The outcome, the solution ``(alpha, b, alpha_rows)``, 1/2 ||w||^2 and F^t."""
+        M = self._M(agg)
+        G = np.asarray(M @ self.Kmat) / agg.W[:, None]  # G[k, i] = sum_j s_j K_ji / W_k
         Kbar = np.asarray(M @ G.T) / agg.W[:, None]
         Kbar = 0.5 * (Kbar + Kbar.T)
-        Q = yk[:, None] * Kbar * yk[None, :]
-        status, alpha = kernel_svm_dual(Q, yk, agg.W, C, time_limit=time_limit)
+        out, alpha = self._dual(yk[:, None] * Kbar * yk[None, :], yk, agg.W, C,
+                                time_limit=time_limit)
+        if alpha is None:
+            return out, None, np.nan, -np.inf
         ay = alpha * yk
         g = Kbar @ ay
         b = best_intercept(g, yk, agg.W)
-        sq = float(ay @ g)
+        half_sq = 0.5 * float(ay @ g)
         self._last = (G, ay, b)
-        return status, (alpha, b), sq, 1.0 - yk * (g + b)
+        alpha_rows = alpha[agg.labels] * self.s / agg.W[agg.labels]
+        return out, (alpha, b, alpha_rows), half_sq, float(alpha.sum()) - half_sq
 
     def margins(self, sol, y) -> np.ndarray:
         G, ay, b = self._last
@@ -249,7 +308,7 @@ def _check_init(init: object, y: np.ndarray) -> np.ndarray:
     return lab
 
 
-def _run(model, y, s, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbose, t0):
+def _run(model, y, s, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbose, t0, scale):
     st: dict[str, Any] = dict(history=[], E_best=np.inf, F=-np.inf, best=None, raw="",
                               termination=TerminationCondition.ITERATION_LIMIT)
     feats = model.features()
@@ -260,20 +319,21 @@ def _run(model, y, s, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbos
             break
         yk = np.sign(agg.SY)
         t_qp = time.perf_counter()
-        status, sol, sq, margin_k = model.solve(agg, yk, C, remaining)
+        out, sol, half_sq, F = model.solve(agg, yk, C, remaining)
         t_qp = time.perf_counter() - t_qp
-        st["raw"] = status
-        if status != "Optimal":
-            st["termination"] = (TerminationCondition.TIME_LIMIT if "time" in status.lower()
-                                 else TerminationCondition.NUMERICAL_ERROR)
+        st["raw"] = out.raw
+        if out.termination is not TerminationCondition.OPTIMAL or sol is None:
+            st["termination"] = subproblem_failure(out.termination)
+            st["raw"] = f"aggregated QP of iteration {it}: {out.raw}"
+            if st["termination"] is TerminationCondition.NUMERICAL_ERROR:
+                st["raw"] += "; " + _diagnosis(model, C, s)
             break
-        F = 0.5 * sq + C * float(agg.W @ np.maximum(margin_k, 0.0))
         m = model.margins(sol, y)
-        E = 0.5 * sq + C * float(s @ np.maximum(m, 0.0))
-        st["F"] = max(st["F"], F)
+        E = half_sq + C * float(s @ np.maximum(m, 0.0))
+        st["F"] = max(st["F"], F)  # every F^t is a valid bound, so is their maximum
         if E < st["E_best"]:
             st["E_best"], st["best"] = E, sol
-        gap = max((st["E_best"] - st["F"]) / st["E_best"], 0.0) if st["E_best"] > 0 else 0.0
+        gap = max((st["E_best"] - st["F"]) / scale, 0.0)
         mixed = mixed_clusters(agg.labels, agg.n_clusters, m, tol)
         n_mixed = int(mixed.sum())
         st["history"].append(dict(iteration=it, clusters=agg.n_clusters, F=F, E=E,
@@ -284,9 +344,9 @@ def _run(model, y, s, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbos
                   f"F {F:.10g}  E {E:.10g}  gap {gap:.3e}  qp {t_qp:.2f}s  "
                   f"t {time.perf_counter() - t0:.2f}s")
         if n_mixed == 0:
-            st["termination"] = TerminationCondition.CERTIFIED
-            st["best"], st["E_best"] = sol, E
-            st["sol_agg"] = (agg.labels.copy(), agg.W.copy())
+            st["termination"], msg = pure_verdict(st["E_best"], st["F"], scale, it, "QP",
+                                                  lambda: _diagnosis(model, C, s))
+            st["raw"] = msg or st["raw"]
             break
         if gap <= gap_tol:
             st["termination"] = TerminationCondition.GAP_LIMIT
@@ -298,39 +358,60 @@ def _run(model, y, s, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbos
     return st
 
 
-def _result(st, agg, keep, n, kernel, subsolver, t0, s) -> SolveResult:
-    certified = st["termination"] is TerminationCondition.CERTIFIED
+def _diagnosis(model, C: float, s: np.ndarray) -> str:
+    """Name what is badly scaled: a rescaled column of X, C * mean(s), or a wide range."""
+    parts = []
+    if isinstance(model, _LinearModel) and np.any(model.col != 1.0):
+        j = int(np.argmax(np.abs(np.log2(model.col))))
+        parts.append(f"column {j} of X has magnitude 2^{-int(np.log2(model.col[j]))}, far "
+                     "from 1 (the dual bound must resolve w_j on that scale); rescale it")
+    if model.sigma != 1.0:
+        parts.append(f"C * mean(sample_weight) = {C * float(s.mean()):.1e} is far from 1")
+    X = model.X if isinstance(model, _LinearModel) else np.zeros((s.shape[0], 0))
+    cols = {f"column {j} of X": X[:, j] for j in range(X.shape[1])}
+    parts.append(worst_scaled({**cols, "sample_weight": s}))
+    return "; ".join(part for part in parts if part) or (
+        "nothing is badly scaled after equilibration; try the other subsolver or the full solve")
+
+
+def _result(st, agg, keep, n, kernel, subsolver, t0, scale, model) -> SolveResult:
     solver = "clarabel" if kernel is not None else subsolver
+    scaling = dict(objective=model.sigma)
+    if isinstance(model, _LinearModel):
+        scaling["X_columns"] = model.col
+    extra: dict[str, Any] = dict(certified=False, history=st["history"], scaling=scaling)
     if st["best"] is None:
         return SolveResult(termination=st["termination"],
                            solution_status=SolutionStatus.NO_SOLUTION,
                            iterations=st["iterations"], solve_time=time.perf_counter() - t0,
-                           solver=solver, raw_status=st["raw"], strategy="aid",
-                           extra=dict(certified=False, history=st["history"]))
+                           solver=solver, raw_status=st["raw"], strategy="aid", scale=scale,
+                           extra=extra)
     labels = agg.labels
     if keep is not None:
         full = np.full(n, -1, dtype=np.int64)
         full[keep] = labels
         labels = full
-    x, b = st["best"]
+    x, b, rows = st["best"]
     E, F = st["E_best"], st["F"]
-    gap = max((E - F) / E, 0.0) if E > 0 else 0.0
-    extra = dict(intercept=float(b), certified=certified, E_best=E, F=F, gap=gap,
-                 history=st["history"], n_clusters_final=agg.n_clusters, labels=labels)
-    if kernel is not None and certified:
-        alpha_rows = x[agg.labels] * s / agg.W[agg.labels]
-        if keep is not None:
-            full = np.zeros(n)
-            full[keep] = alpha_rows
-            alpha_rows = full
-        extra["alpha_rows"] = alpha_rows
-    return SolveResult(
+    certified = st["termination"] is TerminationCondition.CERTIFIED
+    res = SolveResult(
         termination=st["termination"],
         solution_status=SolutionStatus.OPTIMAL if certified else SolutionStatus.FEASIBLE,
-        objective=E, x=x, bound=F, gap=relative_gap(E, F, None), iterations=st["iterations"],
+        objective=E, x=x, bound=F, iterations=st["iterations"],
         solve_time=time.perf_counter() - t0, solver=solver, raw_status=st["raw"],
         strategy="aid", extra=extra,
     )
+    certify(res, scale, failure=TerminationCondition.NUMERICAL_ERROR)
+    certified = res.termination is TerminationCondition.CERTIFIED
+    extra.update(intercept=float(b), certified=certified, E_best=E, F=F, gap=res.gap,
+                 n_clusters_final=agg.n_clusters, labels=labels)
+    if kernel is not None and certified:
+        if keep is not None:
+            full = np.zeros(n)
+            full[keep] = rows
+            rows = full
+        extra["alpha_rows"] = rows
+    return res
 
 
 def build_aggregated_svm(

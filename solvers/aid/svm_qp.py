@@ -1,28 +1,37 @@
 """The aggregated weighted SVM problems of AID, built from arrays for Clarabel or HiGHS.
 
 Linear kernel, primal (formulations.md section 2; paper problem (9)) on cluster means
-xbar_k, labels y_k and weights W_k:
+xbar_k, labels y_k and weights W_k, with a diagonal Hessian ``h`` (1 unscaled; ``sigma c_j^2``
+for the scaled columns of :mod:`solvers.aid.scaling`):
 
-    min_{w, b, xi}  1/2 ||w||^2 + C sum_k W_k xi_k
-    s.t.            y_k (w' xbar_k + b) + xi_k >= 1,   xi_k >= 0.
+    min_{w, b, xi}  1/2 sum_j h_j w_j^2 + C sum_k W_k xi_k
+    s.t.            y_k (w' xbar_k + b) + xi_k >= 1,   xi_k >= 0,
+
+whose margin-row multipliers alpha_k (returned as well) are a point of the aggregated dual.
 
 Any kernel, dual (paper appendix B), with Kbar_kl = sum_{i in C_k, j in C_l} s_i s_j K_ij /
 (W_k W_l) and Qbar = diag(y) Kbar diag(y):
 
     min_alpha  1/2 alpha' Qbar alpha - sum_k alpha_k   s.t.  y' alpha = 0,  0 <= alpha_k <= C W_k.
 
-The dual's intercept b is recovered by :func:`best_intercept` (an exact 1-D minimisation), which
-needs no sign convention of the solver's equality dual.
+Solver statuses go through the backends' ``STATUS_MAP`` (Clarabel's ``AlmostSolved`` is a
+numerical error there). The dual's intercept b is recovered by :func:`best_intercept` (an exact
+1-D minimisation), which needs no sign convention of the solver's equality dual.
 """
 
 from __future__ import annotations
+
+import dataclasses
 
 import clarabel
 import highspy
 import numpy as np
 import scipy.sparse as sp
 
+from solvers.clarabel_backend import STATUS_MAP as CLARABEL_STATUS
+from solvers.highs_backend import STATUS_MAP as HIGHS_STATUS
 from solvers.highs_backend import new_highs
+from solvers.result import TerminationCondition
 
 SUBSOLVERS = ("clarabel", "highs")
 
@@ -40,8 +49,35 @@ def _clarabel_settings(tol: float, time_limit: float | None) -> clarabel.Default
     return st
 
 
-def _clarabel_ok(status: object) -> bool:
-    return status in (clarabel.SolverStatus.Solved, clarabel.SolverStatus.AlmostSolved)
+@dataclasses.dataclass
+class QpOutcome:
+    """One aggregated solve: the termination (through the backend's ``STATUS_MAP``), the raw
+    status name, and the solution when the solver returned one: ``w``, ``b`` (linear primal) and
+    ``alpha`` (the margin-row multipliers, or the dual variables of the kernel dual)."""
+
+    termination: TerminationCondition
+    raw: str
+    w: np.ndarray | None = None
+    b: float = 0.0
+    alpha: np.ndarray | None = None
+
+
+def _clarabel_status(sol: object) -> tuple[TerminationCondition, str]:
+    raw = str(sol.status).split(".")[-1]
+    return CLARABEL_STATUS.get(raw, TerminationCondition.ERROR), raw
+
+
+def feasible_alpha(alpha: np.ndarray, yk: np.ndarray, box: np.ndarray) -> np.ndarray:
+    """alpha clipped to [0, box], then y'alpha = 0 restored by shrinking the entries of the
+    class with the larger sum proportionally: a feasible point of the dual, whose value is
+    therefore a lower bound on the optimum whatever the solver's accuracy."""
+    a = np.clip(alpha, 0.0, box)
+    excess = float(yk @ a)
+    side = yk > 0 if excess > 0 else yk < 0
+    total = float(a[side].sum())
+    if excess != 0.0 and total > 0.0:
+        a[side] *= max(0.0, 1.0 - abs(excess) / total)
+    return a
 
 
 def linear_svm_primal(
@@ -50,16 +86,17 @@ def linear_svm_primal(
     Wk: np.ndarray,
     C: float,
     *,
+    hess: np.ndarray | None = None,
     subsolver: str = "clarabel",
     tol: float = 1e-10,
     time_limit: float | None = None,
-) -> tuple[str, np.ndarray, float]:
-    """Solve the aggregated linear primal; return ``(status, w, b)`` (status "Optimal" if ok)."""
+) -> QpOutcome:
+    """Solve the aggregated linear primal (Hessian ``diag(hess)``, default the identity)."""
+    hess = np.ones(Xbar.shape[1]) if hess is None else hess
     if subsolver == "highs":
-        return _linear_highs(Xbar, yk, Wk, C, time_limit)
+        return _linear_highs(Xbar, yk, Wk, C, hess, time_limit)
     K, p = Xbar.shape
-    nv = p + 1 + K
-    P = sp.diags(np.r_[np.ones(p), np.zeros(1 + K)]).tocsc()
+    P = sp.diags(np.r_[hess, np.zeros(1 + K)]).tocsc()
     q = np.r_[np.zeros(p + 1), C * Wk]
     # rows 0..K-1: -y_k xbar_k'w - y_k b - xi_k + s = -1 ; rows K..2K-1: -xi_k + s = 0
     YX = -(yk[:, None] * Xbar)
@@ -71,15 +108,18 @@ def linear_svm_primal(
         P, q, A, bvec, [clarabel.NonnegativeConeT(2 * K)], _clarabel_settings(tol, time_limit)
     )
     sol = solver.solve()
-    x = np.array(sol.x)
-    status = "Optimal" if _clarabel_ok(sol.status) else str(sol.status)
-    assert x.shape[0] == nv
-    return status, x[:p], float(x[p])
+    term, raw = _clarabel_status(sol)
+    x, z = np.array(sol.x), np.array(sol.z)
+    if x.shape[0] != p + 1 + K or z.shape[0] != 2 * K or not np.all(np.isfinite(x)):
+        return QpOutcome(term, raw)
+    # stationarity in w: diag(hess) w = sum_k z_k y_k xbar_k, so z_k (k < K) is alpha_k
+    return QpOutcome(term, raw, w=x[:p], b=float(x[p]), alpha=z[:K])
 
 
 def _linear_highs(
-    Xbar: np.ndarray, yk: np.ndarray, Wk: np.ndarray, C: float, time_limit: float | None
-) -> tuple[str, np.ndarray, float]:
+    Xbar: np.ndarray, yk: np.ndarray, Wk: np.ndarray, C: float, hess_diag: np.ndarray,
+    time_limit: float | None,
+) -> QpOutcome:
     K, p = Xbar.shape
     nv = p + 1 + K
     h = new_highs()
@@ -104,15 +144,21 @@ def _linear_highs(
     hess.format_ = highspy.HessianFormat.kTriangular
     hess.start_ = np.r_[np.arange(p + 1), np.full(nv - p, p)].astype(np.int32)
     hess.index_ = np.arange(p, dtype=np.int32)
-    hess.value_ = np.ones(p)
+    hess.value_ = np.ascontiguousarray(hess_diag, dtype=np.float64)
     model = highspy.HighsModel()
     model.lp_ = lp
     model.hessian_ = hess
     h.passModel(model)
     h.run()
-    status = h.modelStatusToString(h.getModelStatus())
-    x = np.array(h.getSolution().col_value)
-    return status, x[:p], float(x[p])
+    status = h.getModelStatus()
+    raw = status.name if hasattr(status, "name") else str(status)
+    term = HIGHS_STATUS.get(raw, TerminationCondition.ERROR)
+    sol = h.getSolution()
+    if not (sol.value_valid and sol.dual_valid and len(sol.col_value) == nv):
+        return QpOutcome(term, raw)
+    x = np.array(sol.col_value)
+    # HiGHS's row duals of this minimisation are >= 0 at the active lower bound 1: alpha_k
+    return QpOutcome(term, raw, w=x[:p], b=float(x[p]), alpha=np.array(sol.row_dual))
 
 
 def kernel_svm_dual(
@@ -123,8 +169,8 @@ def kernel_svm_dual(
     *,
     tol: float = 1e-10,
     time_limit: float | None = None,
-) -> tuple[str, np.ndarray]:
-    """Solve the aggregated dual by Clarabel; return ``(status, alpha)``."""
+) -> QpOutcome:
+    """Solve the aggregated dual by Clarabel; ``alpha`` of the outcome is its solution."""
     K = Qbar.shape[0]
     P = sp.triu(sp.csc_matrix(Qbar)).tocsc()
     q = -np.ones(K)
@@ -134,9 +180,11 @@ def kernel_svm_dual(
     cones = [clarabel.ZeroConeT(1), clarabel.NonnegativeConeT(2 * K)]
     solver = clarabel.DefaultSolver(P, q, A, bvec, cones, _clarabel_settings(tol, time_limit))
     sol = solver.solve()
-    status = "Optimal" if _clarabel_ok(sol.status) else str(sol.status)
-    alpha = np.clip(np.array(sol.x), 0.0, C * Wk)
-    return status, alpha
+    term, raw = _clarabel_status(sol)
+    alpha = np.array(sol.x)
+    if alpha.shape[0] != K or not np.all(np.isfinite(alpha)):
+        return QpOutcome(term, raw)
+    return QpOutcome(term, raw, alpha=alpha)
 
 
 def best_intercept(g: np.ndarray, yk: np.ndarray, Wk: np.ndarray) -> float:
