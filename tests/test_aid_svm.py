@@ -6,10 +6,12 @@ import cvxpy as cp
 import numpy as np
 import pytest
 
+import instances
+from optmodels.svm import SVM
 from solvers.aid import aid_svm
 from solvers.aid.svm_qp import best_intercept
 from solvers.kernels import Kernel
-from solvers.result import SolutionStatus, TerminationCondition
+from solvers.result import CERTIFICATE_TOL, ROUNDOFF_TOL, SolutionStatus, TerminationCondition
 
 TIGHT = dict(tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
 
@@ -215,3 +217,138 @@ def test_aggregated_svm_model_exports_and_matches_F(tmp_path):
         g.run()
         assert g.getInfo().objective_function_value == pytest.approx(res.extra["F"], rel=1e-6)
     assert h.getLp().col_names_[:2] == ["w_0", "w_1"]
+
+
+# ---- badly scaled data, certificates and bounds --------------------------------------------
+def scaled_reference(X, y, box, unregularized=()):
+    """min 1/2 sum_{j not in unregularized} w_j^2 + sum_i box_i hinge_i by CVXPY + Clarabel with
+    the objective divided by sum(box), so that it is O(1) whatever C and the weights are."""
+    w, b = cp.Variable(X.shape[1]), cp.Variable()
+    reg = [j for j in range(X.shape[1]) if j not in unregularized]
+    hinge = cp.pos(1 - cp.multiply(y, X @ w + b))
+    scale = float(box.sum())
+    obj = (0.5 * cp.sum_squares(w[reg]) + box @ hinge) / scale
+    prob = cp.Problem(cp.Minimize(obj))
+    prob.solve(solver="CLARABEL", tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+    return float(prob.value) * scale
+
+
+def hostile_svm(case, seed, n=300, p=3):
+    """A badly scaled weighted-SVM instance and an independent reference optimum computed on
+    well-scaled data: a column of scale 1e-10 contributes at most 1e-10 ||w|| max|x| to a
+    margin (so dropping it moves the optimum by < 1e-8 of sum C_i), one of scale 1e16 has a
+    regularisation 1e-32 w'^2 in its natural units (so it is unregularised to round-off)."""
+    X0, y = instances.make_classification(n=n, p=p, separation=2.0, label_noise=0.05,
+                                          seed=seed)
+    X, C, s = X0.copy(), 1.0, np.ones(n)
+    if case == "C_small":
+        C = 1e-10
+    elif case == "C_large":
+        C = 1e6
+    elif case == "weights_small":
+        s = s * 1e-9
+    elif case == "tiny_feature":
+        X[:, 0] *= 1e-10
+    elif case == "huge_feature":
+        X[:, 1] *= 1e16
+    box = C * s
+    if case == "tiny_feature":
+        ref = scaled_reference(X0[:, 1:], y, box)
+    elif case == "huge_feature":
+        ref = scaled_reference(X0, y, box, unregularized=(1,))
+    else:
+        ref = scaled_reference(X0, y, box)
+    return X, y, C, s, ref
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize(
+    "case", ["C_small", "C_large", "weights_small", "tiny_feature", "huge_feature"]
+)
+def test_badly_scaled_equals_full_optimum(case, seed):
+    """Linear AID on badly scaled data: either certified and equal to the optimum within 1e-7
+    of sum C_i (against an independent well-scaled reference and, when it certifies, the
+    monolithic SVM solve), or not certified, with a valid bound and a message naming the
+    culprit; never a certified wrong answer."""
+    X, y, C, s, ref = hostile_svm(case, seed)
+    problem = SVM(X, y, C=C, sample_weight=s)
+    scale = problem.natural_scale()
+    res = aid_svm(X, y, C=C, sample_weight=s, n_clusters=16, seed=seed)
+    assert res.scale == pytest.approx(scale, rel=1e-12)
+    assert res.objective >= ref - 1e-8 * scale
+    assert res.bound is None or res.bound <= ref + 1e-8 * scale
+    if case == "huge_feature" and not res.is_optimal:
+        assert res.termination is TerminationCondition.NUMERICAL_ERROR
+        assert "column 1 of X" in res.raw_status
+        return
+    assert res.termination is TerminationCondition.CERTIFIED, res.raw_status
+    assert res.is_optimal and res.gap <= CERTIFICATE_TOL
+    assert abs(res.objective - ref) <= 1e-7 * scale
+    assert abs(problem.primal_objective(res.x, res.extra["intercept"]) - ref) <= 1e-7 * scale
+    full = problem.solve()
+    if full.is_optimal:
+        assert abs(res.objective - full.objective) <= 1e-7 * scale
+    via = problem.solve("aid", n_clusters=16, seed=seed)
+    assert via.is_optimal and abs(via.objective - ref) <= 1e-7 * scale
+
+
+@pytest.mark.parametrize("seed", range(5))
+@pytest.mark.parametrize("subsolver", ["clarabel", "highs"])
+def test_certified_bound_is_below_the_optimum(seed, subsolver):
+    """F <= the full optimum + round-off on every certified run and every iteration."""
+    X, y, s = make_svm(seed, n=300, kind="weights" if seed % 2 else "outliers")
+    ref = linear_reference(X, y, s, 0.7)
+    res = aid_svm(X, y, C=0.7, sample_weight=s, n_clusters=8, subsolver=subsolver,
+                  init="quantile", split="sign")
+    assert res.termination is TerminationCondition.CERTIFIED
+    tol = ROUNDOFF_TOL * res.scale
+    assert res.bound <= ref + tol
+    assert all(h["F"] <= ref + tol for h in res.extra["history"])
+    assert res.gap == pytest.approx((res.objective - res.bound) / res.scale, abs=1e-15)
+
+
+def test_bound_stays_valid_with_an_inexact_subsolver(monkeypatch):
+    """With Clarabel stopped at tolerance 1e-3 the aggregated primal value could exceed the
+    optimum; the dual value at a feasible alpha never does."""
+    import solvers.aid.svm as svm_mod
+
+    exact = svm_mod.linear_svm_primal
+    monkeypatch.setattr(svm_mod, "linear_svm_primal",
+                        lambda *a, **k: exact(*a, **{**k, "tol": 1e-3}))
+    X, y, s = make_svm(8, n=400, kind="outliers")
+    ref = linear_reference(X, y, s, 1.0)
+    res = aid_svm(X, y, C=1.0, n_clusters=8, init="quantile", split="sign", max_iter=4)
+    assert res.x is not None
+    assert all(h["F"] <= ref * (1 + 1e-12) for h in res.extra["history"])
+    assert res.bound <= ref * (1 + 1e-12) <= res.objective * (1 + 1e-12)
+    if res.is_optimal:
+        assert abs(res.objective - ref) <= CERTIFICATE_TOL * res.scale
+
+
+@pytest.mark.parametrize("kernel", [None, Kernel("rbf", gamma=0.5)])
+def test_pure_clusters_with_a_gap_are_a_numerical_error(monkeypatch, kernel):
+    """Sign purity with a dual point made 2% worse (a gap above CERTIFICATE_TOL) is a
+    NUMERICAL_ERROR, never certified."""
+    import solvers.aid.svm as svm_mod
+
+    exact = svm_mod.feasible_alpha
+    monkeypatch.setattr(svm_mod, "feasible_alpha", lambda *a: 0.98 * exact(*a))
+    X, y, s = make_svm(9, n=200, p=2)
+    res = aid_svm(X, y, C=1.0, n_clusters=12, kernel=kernel)
+    assert res.termination is TerminationCondition.NUMERICAL_ERROR
+    assert res.solution_status is SolutionStatus.FEASIBLE and not res.extra["certified"]
+    assert "sign-pure" in res.raw_status and res.gap > CERTIFICATE_TOL
+
+
+def test_almost_solved_is_not_accepted(monkeypatch):
+    """Clarabel's AlmostSolved maps to numerical_error (the backend's STATUS_MAP): AID returns
+    a NUMERICAL_ERROR result naming the status, with no exception."""
+    from solvers.aid import svm_qp
+
+    monkeypatch.setattr(svm_qp, "_clarabel_status", lambda sol: (
+        svm_qp.CLARABEL_STATUS["AlmostSolved"], "AlmostSolved"))
+    X, y, s = make_svm(10, n=200)
+    res = aid_svm(X, y, C=1.0, n_clusters=8)
+    assert res.termination is TerminationCondition.NUMERICAL_ERROR
+    assert res.solution_status is SolutionStatus.NO_SOLUTION and res.x is None
+    assert "AlmostSolved" in res.raw_status
