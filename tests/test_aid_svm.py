@@ -352,3 +352,29 @@ def test_almost_solved_is_not_accepted(monkeypatch):
     assert res.termination is TerminationCondition.NUMERICAL_ERROR
     assert res.solution_status is SolutionStatus.NO_SOLUTION and res.x is None
     assert "AlmostSolved" in res.raw_status
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("C", [1e-10, 1e6])
+def test_kernel_extreme_C_certified_or_not(C, seed):
+    """Kernel AID at C = 1e-10 and 1e6: certified and equal to the monolithic kernel SVM
+    (which certifies itself) within 1e-7 of sum C_i, or not certified; the bound is valid
+    (below the monolithic objective) either way, and the row duals reproduce the objective."""
+    X, y = instances.make_classification(n=150, p=2, separation=2.0, label_noise=0.05,
+                                         seed=seed)
+    kern = Kernel("rbf", gamma=0.5)
+    full = SVM(X, y, C=C, kernel="rbf", gamma=0.5).solve()
+    assert full.is_optimal, full.raw_status
+    scale = C * len(y)
+    res = aid_svm(X, y, C=C, kernel=kern, n_clusters=15, seed=seed)
+    assert res.scale == pytest.approx(scale, rel=1e-12)
+    if res.bound is not None:
+        assert res.bound <= full.objective + ROUNDOFF_TOL * scale
+        assert res.objective >= full.bound - ROUNDOFF_TOL * scale
+    if res.is_optimal:
+        assert abs(res.objective - full.objective) <= 1e-7 * scale
+        alpha = res.extra["alpha_rows"]
+        Q = y[:, None] * kern(X, X) * y[None, :]
+        assert abs(alpha.sum() - 0.5 * alpha @ Q @ alpha - res.bound) <= 1e-9 * scale
+    else:
+        assert res.termination is not TerminationCondition.CERTIFIED

@@ -12,8 +12,11 @@ answer. AID therefore works on rescaled arrays:
   the mean absolute deviation of y (the natural scale per unit weight, which is the size of a
   residual) and ``w`` the mean weight.
 * SVM: ``x'_j = c_j x_j`` with ``w_j = c_j w'_j`` (so ``1/2 ||w||^2 = 1/2 sum_j c_j^2 w'_j^2``,
-  a diagonal Hessian), and the aggregated objective multiplied by ``sigma``, which brings the
-  mean box ``C s_i`` into [1/2, 1) (the dual variables become ``sigma alpha``).
+  a diagonal Hessian), and the aggregated objective multiplied by ``sigma``, which brings a
+  small mean box ``C s_i`` into [1/2, 1) (the dual variables become ``sigma alpha``).
+
+Columns of X are rescaled only when their magnitude lies outside [2^-10, 2^10], the scalars
+outside [2^-3, 2^3] (see :data:`COLUMN_FREE_EXP`): well-scaled data runs exactly as before.
 
 Every factor is a power of two, so multiplying and dividing by it is exact in floating point
 (no rounding, barring overflow and underflow, which the clamped exponents avoid).

@@ -26,8 +26,10 @@ optimal in exact arithmetic. The result is CERTIFIED (solution OPTIMAL) only if 
 (P(0, 0)); a sign-pure run failing that check is a NUMERICAL_ERROR, never certified.
 
 Data far from unit scale is equilibrated by powers of two first (:mod:`solvers.aid.scaling`):
-the columns of X (linear kernel; the Hessian becomes diag(c_j^2)), and the aggregated objective
-multiplied by sigma, which brings the mean box C s_i near 1; all undone exactly.
+the columns of X (linear kernel; the Hessian becomes diag(c_j^2)), and, when the mean box
+C s_i is small, the aggregated objective multiplied by sigma >= 1, which brings it near 1 (a
+large C is left alone: its box is mostly inactive, the optimal alpha is set by the kernel, and
+scaling by the box was measured to stall Clarabel on the kernel dual); all undone exactly.
 """
 
 from __future__ import annotations
@@ -173,7 +175,7 @@ def aid_svm(
             X = X[keep]
         y, s = y[keep], s[keep]
         y = check_labels(y, keep.shape[0])
-    sigma = float(pow2_factor(C * float(s.mean()))[0])
+    sigma = max(float(pow2_factor(C * float(s.mean()))[0]), 1.0)  # small boxes only
     if kernel is not None:
         model: _LinearModel | _KernelModel = _KernelModel(X, s, kernel, sigma)
     else:
