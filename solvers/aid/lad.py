@@ -197,6 +197,8 @@ def lad_natural_scale(y: np.ndarray, s: np.ndarray, fit_intercept: bool) -> floa
     y and s, and gaps are measured against it; 0 when a constant fits y exactly."""
     if not fit_intercept:
         return float(s @ np.abs(y))
+    if s.min() == s.max():  # equal weights: the median, by selection in O(n)
+        return float(s @ np.abs(y - np.median(y)))
     order = np.argsort(y, kind="stable")
     cum = np.cumsum(s[order])
     m = y[order][min(int(np.searchsorted(cum, 0.5 * cum[-1])), y.shape[0] - 1)]

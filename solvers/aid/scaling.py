@@ -58,7 +58,7 @@ def column_factors(X: np.ndarray) -> np.ndarray:
     and for magnitudes within [2^-10, 2^10])."""
     if X.shape[1] == 0 or X.shape[0] == 0:
         return np.ones(X.shape[1])
-    return pow2_factor(np.max(np.abs(X), axis=0), COLUMN_FREE_EXP)
+    return pow2_factor(np.maximum(X.max(axis=0), -X.min(axis=0)), COLUMN_FREE_EXP)
 
 
 def scale_columns(X: np.ndarray, col: np.ndarray) -> np.ndarray:

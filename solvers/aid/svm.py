@@ -15,7 +15,10 @@ Iteration t on label-pure clusters C^t (paper symbols x^t_k, y^t_k, |C^t_k| -> x
   restored: :func:`solvers.aid.svm_qp.feasible_alpha`). This is a valid lower bound on the
   full optimum whatever the solver's accuracy: the rows alpha_i = alpha_k s_i / W_k (i in C_k)
   are feasible for the full dual (0 <= alpha_i <= C s_i, y'alpha = 0) with the same value, and
-  weak duality applies. F = max_t F^t.
+  weak duality applies. For columns of X scaled down (magnitude above 2^10) F^t is the larger
+  of that and the bound of the relaxation without their regularisation
+  (:meth:`_LinearModel._relaxed_bound`). F = max_t F^t. (The equality y'alpha = 0, and those of
+  the relaxation, hold to round-off, as for any dual point in floating point.)
 * E^t = P at the aggregated (w, b), an upper bound; E_best = min E^t;
 * a cluster with rows on both sides of {1 - y_i f(x_i) <= 0} splits by that sign.
 
@@ -51,6 +54,7 @@ from solvers.aid.svm_qp import (
     feasible_alpha,
     kernel_svm_dual,
     linear_svm_primal,
+    project_equalities,
 )
 from solvers.aid.validation import (
     check_choice,
@@ -225,7 +229,26 @@ class _LinearModel:
         alpha = feasible_alpha(out.alpha / self.sigma, yk, C * agg.W)
         u = ((alpha * yk) @ Xbar) / self.col  # sum_k alpha_k y_k xbar_k in the data's units
         F = float(alpha.sum() - 0.5 * u @ u)
+        if np.any(self.col < 1.0):
+            F = max(F, self._relaxed_bound(out.alpha / self.sigma, yk, Xbar, C * agg.W))
         return out, (w, out.b, out.w), 0.5 * float(w @ w), F
+
+    def _relaxed_bound(self, alpha, yk, Xbar, box) -> float:
+        """The dual bound with the regularisation of the huge columns J (c_j < 1) dropped.
+
+        1/2 ||w||^2 >= 1/2 sum_{j not in J} w_j^2, so the SVM without the terms of J has an
+        optimum below the full one and its dual, D_J(alpha) = sum alpha - 1/2 sum_{j not in J}
+        u_j^2 under the extra equalities u'_j = sum_k alpha_k y_k xbar'_kj = 0 (j in J, the
+        scaled, O(1) columns), bounds both. On a column of magnitude 1e16 the plain bound has
+        to resolve w_j ~ 1e-16 and cannot; the dropped term 1/2 w_j^2 is that small.
+        """
+        J = self.col < 1.0
+        A = np.vstack([yk, (yk[:, None] * Xbar[:, J]).T])
+        a = project_equalities(alpha, A, box)
+        if a is None:
+            return -np.inf
+        u = ((a * yk) @ Xbar[:, ~J]) / self.col[~J]
+        return float(a.sum() - 0.5 * u @ u)
 
     def margins(self, sol, y) -> np.ndarray:
         _, b, w_scaled = sol

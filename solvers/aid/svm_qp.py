@@ -80,6 +80,31 @@ def feasible_alpha(alpha: np.ndarray, yk: np.ndarray, box: np.ndarray) -> np.nda
     return a
 
 
+def project_equalities(
+    alpha: np.ndarray, A: np.ndarray, box: np.ndarray, *, rounds: int = 20
+) -> np.ndarray | None:
+    """A point of {0 <= alpha <= box, A alpha = 0} near ``alpha``, or None.
+
+    Alternating projections: move the entries strictly inside the box by the least-norm
+    correction of the residual ``A alpha``, clip, repeat until the residual is round-off
+    (``|A alpha| <= 1e-14 |A| |alpha|`` row by row).
+    """
+    a = np.clip(alpha, 0.0, box)
+    size = np.abs(A) @ np.abs(a) + np.finfo(float).tiny
+    for _ in range(rounds):
+        rho = A @ a
+        if np.all(np.abs(rho) <= 1e-14 * size):
+            return a
+        free = (a > 0.0) & (a < box)
+        Af = A[:, free]
+        if Af.shape[1] < A.shape[0]:
+            return None
+        a[free] -= Af.T @ np.linalg.lstsq(Af @ Af.T, rho, rcond=None)[0]
+        a = np.clip(a, 0.0, box)
+        size = np.abs(A) @ np.abs(a) + np.finfo(float).tiny
+    return None
+
+
 def linear_svm_primal(
     Xbar: np.ndarray,
     yk: np.ndarray,
