@@ -19,7 +19,8 @@ Columns of X are rescaled only when their magnitude lies outside [2^-10, 2^10], 
 outside [2^-3, 2^3] (see :data:`COLUMN_FREE_EXP`): well-scaled data runs exactly as before.
 
 Every factor is a power of two, so multiplying and dividing by it is exact in floating point
-(no rounding, barring overflow and underflow, which the clamped exponents avoid).
+(no rounding, barring overflow or underflow of a scaled entry; the factors themselves are
+clamped to [2^-1000, 2^1000]).
 """
 
 from __future__ import annotations
@@ -87,7 +88,9 @@ class LadScaling:
         """The objective factor: ``E' = unit * E``."""
         return self.w * self.t
 
-    def apply(self, X: np.ndarray, y: np.ndarray, s: np.ndarray):
+    def apply(
+        self, X: np.ndarray, y: np.ndarray, s: np.ndarray
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """The scaled arrays ``(X', y', s')``."""
         return scale_columns(X, self.col), y * self.t, s * self.w
 
