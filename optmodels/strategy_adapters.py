@@ -142,7 +142,9 @@ adapter("svm", "block", block_svm, _SVM_FIXED, opt.BLOCK_SVM)(_svm_dual_runner(b
 
 # ---- KLR ----------------------------------------------------------------------------------------
 def _klr_result(problem: Any, res: SolveResult) -> SolveResult:
-    """Objective, sparsity and training accuracy evaluated by the problem (as for ``full``)."""
+    """Objective f(alpha), its lower bound -min_b P(w(alpha), b), sparsity and training
+    accuracy evaluated by the problem (as for ``full``); above VERIFY_MAX_N the strategy's own
+    f and bound (computed from its Q alpha) are kept."""
     res.extra.setdefault("intercept", res.extra.get("b"))
     if res.x is None:
         return res
@@ -150,8 +152,11 @@ def _klr_result(problem: Any, res: SolveResult) -> SolveResult:
     res.extra.update(problem.sparsity(alpha))
     if problem.n <= VERIFY_MAX_N:
         res.objective = problem.objective(alpha)
+        res.bound = problem.lower_bound(alpha)[0]
         res.extra["objective_source"] = "toolkit"
         res.extra["train_accuracy"] = problem.train_accuracy(alpha, float(res.extra["b"]))
+    else:
+        res.extra["objective_source"] = "strategy"
     return res
 
 

@@ -283,28 +283,32 @@ _CACHE_DTYPE = Option("cache_dtype", "choice", "auto",
                       "fit cache_mb in float64)", choices=("auto", "float64", "float32"))
 _Q = Option("q", "int", 10, "working-set size of the block subproblems", "q", low=2)
 _SMO_TOL = "stop when max_{I_up} m - min_{I_low} m <= tol"
+_REFINE = Option("refine", "bool", True,
+                 "after tol is met, continue with tol / 10 (a few rounds) until the relative "
+                 "duality gap is within the certificate tolerance; OPTIMAL only then")
 
 SMO_SVM = table(
     _tol(1e-3, _SMO_TOL, "tau"), _CACHE_MB, _SHRINKING,
     _max_iter(10_000_000, "SMO steps (ITERATION_LIMIT when reached)"), _ALPHA0, _CACHE_DTYPE,
-    _verbose(),
+    _REFINE, _verbose(),
 )
 BLOCK_SVM = table(
     _Q, _tol(1e-3, _SMO_TOL, "tau"), _CACHE_MB,
-    _max_iter(100_000, "block steps (ITERATION_LIMIT when reached)"), _verbose(),
+    _max_iter(100_000, "block steps (ITERATION_LIMIT when reached)"), _REFINE, _verbose(),
 )
 SMO_KLR = table(
     _tol(1e-6, _SMO_TOL, "tau"), _CACHE_MB, _SHRINKING,
     _max_iter(10_000_000, "SMO steps (ITERATION_LIMIT when reached)"), _ALPHA0,
     Option("sparse_tol", "float", 1e-3,
            "row i is support when alpha_i > gamma_i + sparse_tol * C_i", low=0.0),
-    _CACHE_DTYPE, _verbose(),
+    _CACHE_DTYPE, _REFINE, _verbose(),
 )
 BLOCK_KLR = table(
     _Q, _tol(1e-6, _SMO_TOL, "tau"),
     Option("solver", "choice", "CLARABEL", "CVXPY solver of the block subproblems",
            choices=("CLARABEL", "ECOS")),
-    _CACHE_MB, _max_iter(100_000, "block steps (ITERATION_LIMIT when reached)"), _verbose(),
+    _CACHE_MB, _max_iter(100_000, "block steps (ITERATION_LIMIT when reached)"), _REFINE,
+    _verbose(),
 )
 
 
@@ -393,7 +397,7 @@ FULL: dict[str, dict[str, Option]] = {
     ),
     "klr": table(
         _solver("clarabel", ("clarabel", "ecos")),
-        _tol(1e-5, "accept as optimal only if the KKT violation is <= tol", zero_ok=True),
+        _tol(CERTIFICATE_TOL, _CERTIFY, zero_ok=True),
         Option("factor_tol", "float", 1e-10,
                "eigenvalues of K below factor_tol * max are dropped from its factor",
                low=0.0),

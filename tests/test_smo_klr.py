@@ -236,11 +236,68 @@ def test_lam_max_needs_a_bound():
 
 
 def test_block_q10_agrees_with_smo():
+    """Block stops OPTIMAL only with the gap certificate; its objective then lies within that
+    gap (relative to the natural scale) of an independent conic optimum."""
     X, y = clouds(100, seed=21)
     res = smo_klr(X, y, C=10.0, lam=1.0, kernel=RBF, tol=1e-6)
     blk = block_klr(X, y, C=10.0, lam=1.0, kernel=RBF, q=10, tol=1e-5)
-    assert blk.objective == pytest.approx(res.objective, rel=1e-6)
-    assert blk.extra["max_violation"] <= 1e-5 or blk.termination is not TerminationCondition.OPTIMAL
+    ref = klr_dual_conic(RBF(X, X), y, 10.0, 1.0)
+    assert blk.termination is TerminationCondition.OPTIMAL
+    assert 0.0 <= blk.gap <= 1e-6
+    assert blk.bound <= ref + 1e-9 * blk.scale  # a proven lower bound
+    assert abs(blk.objective - ref) <= 1e-6 * blk.scale
+    assert abs(blk.objective - res.objective) <= 1e-6 * blk.scale
+
+
+def test_primal_of_the_dual_matches_an_independent_primal_minimisation():
+    """-min_{w,b} P(w, b) (BFGS on the primal, linear kernel) equals min f from SMO, and
+    P(w(alpha), b) + f(alpha) >= 0 at random feasible alpha and b (weak duality)."""
+    from scipy.optimize import minimize
+
+    from solvers.smo.certificate import _entropy, klr_loss, klr_primal
+
+    rng = np.random.default_rng(0)
+    n, p = 60, 3
+    X = rng.normal(size=(n, p))
+    y = np.where(X[:, 0] + 0.8 * rng.normal(size=n) > 0, 1.0, -1.0)
+    K = X @ X.T
+    for lam, gamma in ((0.0, None), (2.0, None), (6.0, 0.05)):
+        res = smo_klr(X, y, C=1.0, lam=lam, bound_tol=gamma, kernel="linear", tol=1e-10)
+        C, lo, up = np.ones(n), res.extra["lower"], res.extra["upper"]
+
+        def primal(v, lam=lam, lo=lo, up=up, C=C):
+            t = y * (X @ v[:p] + v[p])
+            return 0.5 * v[:p] @ v[:p] + klr_loss(t, lam, C, lo, up).sum()
+
+        best = minimize(primal, np.zeros(p + 1), method="BFGS", options={"gtol": 1e-10})
+        assert res.objective == pytest.approx(-best.fun, abs=1e-9 * abs(best.fun))
+        assert res.bound == pytest.approx(res.objective, abs=1e-12 * res.scale)
+        for _ in range(50):
+            a = rng.uniform(lo, up)
+            pos = y > 0
+            heavy = pos if a[pos].sum() > a[~pos].sum() else ~pos
+            target = a[~heavy].sum()
+            a[heavy] = lo[heavy] + (a[heavy] - lo[heavy]) * (target - lo[heavy].sum()) / (
+                a[heavy].sum() - lo[heavy].sum())
+            qa = y * (K @ (a * y))
+            f = 0.5 * a @ qa + _entropy(a, C).sum() - lam * a.sum()
+            assert klr_primal(a, qa, y, lam, C, lo, up, rng.normal()) + f >= 0.0
+
+
+def test_default_tolerances_are_certified_or_converged():
+    """OPTIMAL means the gap certificate holds; without refinement a loose tol is CONVERGED."""
+    X, y = clouds(300, seed=23)
+    res = smo_klr(X, y, C=10.0, lam=2.0, kernel=RBF)
+    assert res.termination is TerminationCondition.OPTIMAL and res.gap <= 1e-6
+    loose = smo_klr(X, y, C=10.0, lam=2.0, kernel=RBF, tol=1.0, refine=False)
+    assert loose.gap > 1e-6  # measured ~1e-4: the loose rule does not certify
+    assert loose.termination is TerminationCondition.CONVERGED
+    assert loose.solution_status is SolutionStatus.FEASIBLE
+    assert loose.extra["stopping_rule"]["tol"] == 1.0
+    refined = smo_klr(X, y, C=10.0, lam=2.0, kernel=RBF, tol=1.0)
+    assert refined.termination is TerminationCondition.OPTIMAL and refined.gap <= 1e-6
+    assert refined.extra["stopping_rule"]["refinements"] >= 1
+    assert refined.extra["stopping_rule"]["tol"] < 1.0
 
 
 def test_kernel_cache_path_agrees_with_full_matrix():

@@ -13,14 +13,22 @@ is chosen and the dual is minimised over alpha_B with alpha_N fixed::
 * SVM subproblem (h = 0): a convex QP solved by HiGHS (highspy) with
   ``qp_regularization_value = 0`` so the answer is the QP's own optimum.
 * KLR subproblem: CVXPY with the exponential cone (``entr``), Clarabel by default or ECOS.
-* Stop when the violation max_{I_up} m - min_{I_low} m <= tol; ``max_iter`` outer steps
-  -> ITERATION_LIMIT; a step that does not lower f -> NUMERICAL_ERROR (the subproblem
-  solver's accuracy is the floor of the reachable ``tol``).
+* Each subproblem answer is put back exactly on y_B'alpha_B = rhs inside the box and polished
+  by two-variable SMO steps on the block (:func:`_polish`): interior-point answers stop short
+  of the bounds, and such near-bound variables otherwise fill every working set (the stall at
+  far-from-optimal objectives that S-KLR with large lambda showed).
+* Stop when the violation max_{I_up} m - min_{I_low} m <= tol, or when the gap certificate
+  holds (tested every CHECK_EVERY steps); then, as for SMO, refine with ``tol / 10`` while the
+  gap is above CERTIFICATE_TOL. OPTIMAL only when the gap is within CERTIFICATE_TOL, else
+  CONVERGED; ``max_iter`` outer steps -> ITERATION_LIMIT; five blocks in a row whose polish
+  failed or did not move -> NUMERICAL_ERROR (the subproblem accuracy is the floor).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import time
+import warnings
 from typing import Any
 
 import cvxpy as cp
@@ -30,9 +38,17 @@ import numpy as np
 from solvers.highs_backend import new_highs
 from solvers.kernels import Kernel
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
-from solvers.smo.core import entropy_terms, index_set_extremes
-from solvers.smo.klr import feasible_start, prepare_klr
-from solvers.smo.qmatrix import QMatrix
+from solvers.smo.certificate import (
+    Certificate,
+    certified_status,
+    refine_loop,
+    stopping_rule,
+    svm_best_intercept,
+    svm_gap,
+)
+from solvers.smo.core import entropy_terms, index_set_extremes, solve_dual
+from solvers.smo.klr import feasible_start, klr_certificate_at, prepare_klr
+from solvers.smo.qmatrix import PrecomputedQMatrix, QMatrix
 from solvers.smo.svm import free_average_b, make_qmatrix
 from solvers.smo.validation import (
     check_kernel,
@@ -105,33 +121,89 @@ def _entropy_cvxpy(Qbb, c, yb, rhs, lo, up, Cb, solver: str) -> np.ndarray:
     entropy = cp.sum(cp.multiply(Cb, cp.entr(d) + cp.entr(1 - d)))
     obj = 0.5 * cp.sum_squares(F.T @ a) + c @ a - entropy
     prob = cp.Problem(cp.Minimize(obj), [yb @ a == rhs, a >= lo, a <= up])
-    if solver == "CLARABEL":
-        prob.solve(solver=solver, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10,
-                   tol_ktratio=1e-10)
-    else:
-        prob.solve(solver=solver, abstol=1e-10, reltol=1e-10, feastol=1e-10)
+    with warnings.catch_warnings():  # "inaccurate" answers are polished and certified after
+        warnings.simplefilter("ignore", UserWarning)
+        if solver == "CLARABEL":
+            prob.solve(solver=solver, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10,
+                       tol_ktratio=1e-10)
+        else:
+            prob.solve(solver=solver, abstol=1e-10, reltol=1e-10, feastol=1e-10)
     if a.value is None or prob.status not in ("optimal", "optimal_inaccurate"):
         raise RuntimeError(f"{solver} subproblem ended with status {prob.status}")
     return np.clip(a.value, lo, up)
 
 
-def _block_loop(qmat: QMatrix, y, lo, up, lin, cent, alpha, q, tol, max_iter, solver, verbose):
-    """Outer loop shared by the SVM and KLR front ends; returns (alpha, grad, it, status)."""
+def restore_sum(a: np.ndarray, y: np.ndarray, rhs: float, lo: np.ndarray,
+                up: np.ndarray) -> np.ndarray:
+    """a moved inside the box so that y'a = rhs: r = rhs - y'a is spread over the variables in
+    proportion to their room in the direction sign(r) y_i (no variable leaves its box)."""
+    r = rhs - float(y @ a)
+    if r == 0.0:
+        return a
+    grow = np.sign(r) * y > 0  # these increase a_i, the others decrease it
+    room = np.where(grow, up - a, a - lo)
+    if room.sum() <= 0.0:
+        return a
+    theta = min(1.0, abs(r) / room.sum())
+    return np.clip(a + np.where(grow, room, -room) * theta, lo, up)
+
+
+def _polish(Qbb, c, yb, lo, up, cb, a, tol):
+    """The subproblem's solution a refined by two-variable SMO steps on the block itself.
+
+    An interior-point (or QP) answer stops a tolerance away from the box: near the entropy's
+    ends a variable 1e-9 from C_i looks like a large violator (h' = log(a / (C - a))) that no
+    block step can move, and the working set fills with such variables (the stall this
+    replaces). SMO's steps land exactly on the bounds and meet the violation ``tol``.
+    """
+    sol = solve_dual(PrecomputedQMatrix.from_q(Qbb), yb, lo, up, c, entropy_C=cb, alpha0=a,
+                     tol=tol, max_iter=100_000, shrinking=False)
+    return sol.alpha, sol.converged
+
+
+@dataclasses.dataclass
+class BlockState:
+    """The block loop's iterate: alpha, grad = Q alpha + p + h'(alpha), steps, status."""
+
+    alpha: np.ndarray
+    grad: np.ndarray
+    iterations: int
+    status: str
+
+    @property
+    def converged(self) -> bool:
+        return self.status == "optimal"
+
+
+CHECK_EVERY = 10
+"""The block loop tests the gap certificate every this many steps."""
+
+
+def _block_loop(qmat: QMatrix, y, lo, up, lin, cent, start: BlockState, q, tol, max_iter,
+                solver, verbose, certified=None) -> BlockState:
+    """Outer loop shared by the SVM and KLR front ends, continued from ``start``.
+
+    Stops when the violation is <= ``tol`` or, tested every CHECK_EVERY steps, when
+    ``certified(BlockState)`` is true (the gap certificate already holds: near the entropy's
+    ends the violation can stay above ``tol`` for thousands of steps that change f by less
+    than 1e-15 of its scale).
+    """
     ent = cent is not None
-    qa = np.zeros_like(alpha) if not alpha.any() else _q_times(qmat, alpha)
-    hp = entropy_terms(alpha, cent)[1] if ent else 0.0
-    grad = qa + lin + hp
-    it, status, f_old, stalls = 0, "optimal", np.inf, 0
+    alpha, grad = start.alpha.copy(), start.grad.copy()
+    it, status, stalls = 0, "optimal", 0
     while True:
         m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
         if m_up - m_low <= tol:
+            break
+        if (certified is not None and it % CHECK_EVERY == 0 and it > 0
+                and certified(BlockState(alpha, grad, it, status))):
             break
         if it >= max_iter:
             status = "iteration_limit"
             break
         B = select_block(alpha, grad, y, lo, up, q)
         QB = qmat.columns(B)  # n x |B|
-        Qbb = QB[B]
+        Qbb = np.ascontiguousarray(QB[B])
         aB = alpha[B]
         hB = entropy_terms(aB, cent[B])[1] if ent else 0.0
         c = grad[B] - hB - Qbb @ aB
@@ -140,23 +212,32 @@ def _block_loop(qmat: QMatrix, y, lo, up, lin, cent, alpha, q, tol, max_iter, so
             newB = _entropy_cvxpy(Qbb, c, y[B], rhs, lo[B], up[B], cent[B], solver)
         else:
             newB = _qp_highs(Qbb, c, y[B], rhs, lo[B], up[B])
-        newB += y[B] * (rhs - y[B] @ newB) / B.size  # restore y'alpha exactly (tiny shift)
-        newB = np.clip(newB, lo[B], up[B])
+        newB = restore_sum(np.clip(newB, lo[B], up[B]), y[B], rhs, lo[B], up[B])
+        newB, solved = _polish(Qbb, c, y[B], lo[B], up[B], cent[B] if ent else None, newB,
+                               0.1 * tol)
         d = newB - aB
         alpha[B] = newB
         grad += QB @ d
         if ent:
             grad[B] += entropy_terms(newB, cent[B])[1] - hB
         it += 1
-        f_new = _objective(alpha, grad, lin, cent)
         if verbose:
+            f_new = _objective(alpha, grad, lin, cent)
             print(f"block: step {it} violation {m_up - m_low:.3e} f {f_new:.10g}")
-        stalls = stalls + 1 if f_new > f_old - 1e-14 * max(1.0, abs(f_old)) else 0
-        if stalls >= 5:  # five steps without decrease: the subproblem accuracy is the floor
+        # a block whose subproblem could not be solved to 0.1 tol, or that did not move,
+        # five times in a row: the floating-point accuracy of the subproblem is the floor
+        stalls = stalls + 1 if not solved or not d.any() else 0
+        if stalls >= 5:
             status = "numerical_error"
             break
-        f_old = min(f_old, f_new)
-    return alpha, grad, it, status
+    return BlockState(alpha, grad, it, status)
+
+
+def _start_state(qmat: QMatrix, alpha, lin, cent) -> BlockState:
+    """alpha and its gradient Q alpha + p + h'(alpha)."""
+    qa = np.zeros_like(alpha) if not alpha.any() else _q_times(qmat, alpha)
+    hp = entropy_terms(alpha, cent)[1] if cent is not None else 0.0
+    return BlockState(alpha, qa + lin + hp, 0, "optimal")
 
 
 def _q_times(qmat: QMatrix, v: np.ndarray) -> np.ndarray:
@@ -196,12 +277,15 @@ def block_svm(
     tol: float = 1e-3,
     cache_mb: float = 200.0,
     max_iter: int = 100_000,
+    refine: bool = True,
     verbose: bool = False,
 ) -> SolveResult:
     """Weighted SVM dual by block decomposition with HiGHS QP subproblems of size ``q``.
 
-    Same problem and result layout as :func:`solvers.smo.svm.smo_svm`
-    (``extra``: ``b``, ``n_sv``, ``max_violation``, ``dual_objective``).
+    Same problem, certificate rule (``refine``: continue with ``tol / 10`` until the relative
+    duality gap is within CERTIFICATE_TOL; OPTIMAL only then, else CONVERGED) and result
+    layout as :func:`solvers.smo.svm.smo_svm` (``extra``: ``b``, ``n_sv``, ``max_violation``,
+    ``dual_objective``, ``stopping_rule``).
     """
     t0 = time.perf_counter()
     kernel = check_kernel(kernel)
@@ -213,19 +297,35 @@ def block_svm(
     max_iter = check_max_iter(max_iter)
     up = C * check_sample_weight(sample_weight, X.shape[0])
     lo = np.zeros_like(up)
+    lin = -np.ones_like(up)
     qmat = make_qmatrix(X, y_pm, kernel, cache_mb)
-    alpha, grad, it, status = _block_loop(qmat, y_pm, lo, up, -np.ones_like(up), None,
-                                          np.zeros_like(up), q, tol, max_iter, None, verbose)
-    m_up, m_low = index_set_extremes(alpha, grad, y_pm, lo, up)
-    term, sol_status = _TERM[status]
-    obj = _objective(alpha, grad, -np.ones_like(up), None)
+    start = _start_state(qmat, np.zeros_like(up), lin, None)
+
+    def run(prev: BlockState | None, tol_: float, budget: int) -> BlockState:
+        return _block_loop(qmat, y_pm, lo, up, lin, None, prev or start, q, tol_, budget, None,
+                           verbose, lambda st: certificate(st).holds)
+
+    def certificate(st: BlockState) -> Certificate:
+        b_ = svm_best_intercept(st.grad, y_pm, up)
+        obj = _objective(st.alpha, st.grad, lin, None)
+        return Certificate(obj, obj - svm_gap(st.alpha, st.grad, y_pm, up, b_), float(up.sum()),
+                           b_)
+
+    st, cert, tol_met, rounds, it = refine_loop(run, certificate, run(None, tol, max_iter), tol,
+                                                max_iter, refine)
+    m_up, m_low = index_set_extremes(st.alpha, st.grad, y_pm, lo, up)
+    term, sol_status = certified_status(*_TERM[st.status], cert)
     return SolveResult(
-        termination=term, solution_status=sol_status, objective=obj, x=alpha, iterations=it,
+        termination=term, solution_status=sol_status, objective=cert.objective, x=st.alpha,
+        bound=cert.bound, gap=cert.gap, scale=cert.scale, iterations=it,
         solve_time=time.perf_counter() - t0, solver="highs", strategy=f"block(q={q})",
-        raw_status=status,
-        extra={"b": free_average_b(alpha, grad, y_pm, lo, up, m_up, m_low),
-               "n_sv": int(np.count_nonzero(alpha)), "max_violation": m_up - m_low,
-               "dual_objective": obj, "classes": classes, "y": y_pm},
+        raw_status=f"{st.status}: violation {m_up - m_low:.3e} (tol {tol_met:.0e}), "
+        f"relative gap {cert.gap:.1e}",
+        extra={"b": cert.b, "b_free_average": free_average_b(st.alpha, st.grad, y_pm, lo, up,
+                                                              m_up, m_low),
+               "n_sv": int(np.count_nonzero(st.alpha)), "max_violation": m_up - m_low,
+               "dual_objective": cert.objective, "classes": classes, "y": y_pm,
+               "stopping_rule": stopping_rule(m_up - m_low, tol_met, tol, rounds, cert)},
     )
 
 
@@ -243,12 +343,14 @@ def block_klr(
     solver: str = "CLARABEL",
     cache_mb: float = 200.0,
     max_iter: int = 100_000,
+    refine: bool = True,
     verbose: bool = False,
 ) -> SolveResult:
     """(S-)KLR dual by block decomposition with CVXPY (``solver`` CLARABEL or ECOS) subproblems.
 
-    Same problem and result layout as :func:`solvers.smo.klr.smo_klr` (``extra``: ``b``,
-    ``max_violation``).
+    Same problem, certificate rule (gap against -P(w(alpha), b), ``refine`` as for
+    :func:`block_svm`) and result layout as :func:`solvers.smo.klr.smo_klr` (``extra``:
+    ``b``, ``max_violation``, ``stopping_rule``).
     """
     t0 = time.perf_counter()
     if solver not in ("CLARABEL", "ECOS"):
@@ -259,20 +361,34 @@ def block_klr(
     lam = float(lam)
     prob = prepare_klr(X, y, C=C, bound_tol=bound_tol, sample_weight=sample_weight,
                        kernel=kernel, cache_mb=cache_mb)
-    yk = prob.yk
-    a0 = feasible_start(yk, prob.lower, prob.upper, prob.C)
+    yk, lo, up = prob.yk, prob.lower, prob.upper
     lin = np.full(yk.size, -lam)
-    alpha, grad, it, status = _block_loop(prob.qmat, yk, prob.lower, prob.upper, lin, prob.C,
-                                          a0, q, tol, max_iter, solver, verbose)
-    m_up, m_low = index_set_extremes(alpha, grad, yk, prob.lower, prob.upper)
-    term, sol_status = _TERM[status]
+    start = _start_state(prob.qmat, feasible_start(yk, lo, up, prob.C), lin, prob.C)
+
+    def run(prev: BlockState | None, tol_: float, budget: int) -> BlockState:
+        return _block_loop(prob.qmat, yk, lo, up, lin, prob.C, prev or start, q, tol_, budget,
+                           solver, verbose, lambda st: certificate(st).holds)
+
+    def certificate(st: BlockState) -> Certificate:
+        qa = st.grad - lin - entropy_terms(st.alpha, prob.C)[1]
+        m_up, m_low = index_set_extremes(st.alpha, st.grad, yk, lo, up)
+        return klr_certificate_at(prob, lam, st.alpha, qa, _objective(st.alpha, st.grad, lin,
+                                                                      prob.C),
+                                  0.5 * (m_up + m_low))
+
+    st, cert, tol_met, rounds, it = refine_loop(run, certificate, run(None, tol, max_iter), tol,
+                                                max_iter, refine)
+    m_up, m_low = index_set_extremes(st.alpha, st.grad, yk, lo, up)
+    term, sol_status = certified_status(*_TERM[st.status], cert)
     full = np.zeros(prob.y.size)
-    full[prob.keep] = alpha
+    full[prob.keep] = st.alpha
     return SolveResult(
-        termination=term, solution_status=sol_status,
-        objective=_objective(alpha, grad, lin, prob.C), x=full, iterations=it,
+        termination=term, solution_status=sol_status, objective=cert.objective, x=full,
+        bound=cert.bound, gap=cert.gap, scale=cert.scale, iterations=it,
         solve_time=time.perf_counter() - t0, solver=solver.lower(), strategy=f"block(q={q})",
-        raw_status=status,
-        extra={"b": 0.5 * (m_up + m_low), "max_violation": m_up - m_low, "lam": lam,
-               "classes": prob.classes, "y": prob.y},
+        raw_status=f"{st.status}: violation {m_up - m_low:.3e} (tol {tol_met:.0e}), "
+        f"relative gap {cert.gap:.1e}",
+        extra={"b": cert.b, "max_violation": m_up - m_low, "lam": lam,
+               "classes": prob.classes, "y": prob.y,
+               "stopping_rule": stopping_rule(m_up - m_low, tol_met, tol, rounds, cert)},
     )

@@ -642,6 +642,15 @@ def termination_of(sol: DualSolution):
     return TerminationCondition.ITERATION_LIMIT, SolutionStatus.FEASIBLE
 
 
+def joined_history(runs: list[DualSolution]) -> list[dict]:
+    """The violation histories of consecutive warm-started runs, iterations counted on."""
+    out, offset = [], 0
+    for r in runs:
+        out += [{**h, "iteration": h["iteration"] + offset} for h in r.history]
+        offset += r.iterations
+    return out
+
+
 def q_times(qmat: QMatrix, v: np.ndarray, block_elems: int = 2**24) -> np.ndarray:
     """Q v using only the columns where v != 0, in blocks of at most ``block_elems`` entries."""
     nz = np.flatnonzero(v)
@@ -765,4 +774,4 @@ def solve_dual(
 
 
 __all__ = ["DualSolution", "KIND_MATRIX", "TAU", "entropy_terms", "index_set_extremes",
-           "q_times", "solve_dual", "termination_of"]
+           "joined_history", "q_times", "solve_dual", "termination_of"]

@@ -19,6 +19,15 @@ Problem (formulations.md sections 3-5; the paper's (22))::
   b = (max_{I_up} m + min_{I_low} m) / 2 at convergence.
 * Sparsity: row i is in the model ("support") when alpha_i > gamma_i + sparse_tol * C_i
   (default sparse_tol = 1e-3, as in formulations.md section 4).
+* Certificate: the primal of this dual is
+  ``P(w, b) = 1/2 ||w||^2 + sum_i loss_i(y_i (w'phi(x_i) + b))`` with
+  ``loss_i(t) = max_{gamma_i <= a <= C_i - gamma_i} [a (lam - t) - C_i G(a / C_i)]`` (the
+  logistic loss ``C_i log(1 + e^{lam - t})`` for the open box; linear tails with S-KLR's
+  bounds), and ``-P(w(alpha), b) <= min f`` (see :mod:`solvers.smo.certificate`). The result's
+  ``bound`` is -P at the best b, ``gap = (f - bound) / scale`` with ``scale = sum_i loss_i(0)``.
+  As for the SVM, SMO continues with ``tol / 10`` after meeting ``tol`` while the gap is above
+  CERTIFICATE_TOL (``refine=True``, at most REFINE_ROUNDS times); OPTIMAL only when the gap is
+  within CERTIFICATE_TOL, else CONVERGED (``extra['stopping_rule']``). ``b`` is the best b.
 """
 
 from __future__ import annotations
@@ -33,7 +42,16 @@ import numpy as np
 from solvers.errors import DataError
 from solvers.kernels import Kernel
 from solvers.result import SolveResult
-from solvers.smo.core import DualSolution, q_matrix, solve_dual, termination_of
+from solvers.smo.certificate import (
+    Certificate,
+    certified_status,
+    klr_best_intercept,
+    klr_primal,
+    klr_scale,
+    refine_loop,
+    stopping_rule,
+)
+from solvers.smo.core import DualSolution, joined_history, q_matrix, solve_dual, termination_of
 from solvers.smo.prediction import kernel_expansion
 from solvers.smo.qmatrix import KernelQMatrix, PrecomputedQMatrix, QMatrix
 from solvers.smo.validation import (
@@ -151,9 +169,11 @@ def solve_klr_problem(
     alpha0: np.ndarray | None = None,
     qa0: np.ndarray | None = None,
     cache_dtype: str = "auto",
+    refine: bool = True,
     verbose: bool = False,
 ) -> SolveResult:
-    """Solve one prepared KLR dual at ``lam`` (warm start from ``alpha0``, ``qa0`` = Q alpha0)."""
+    """Solve one prepared KLR dual at ``lam`` (warm start from ``alpha0``, ``qa0`` = Q alpha0;
+    ``refine``: continue until the gap certificate holds, see the module docstring)."""
     t0 = time.perf_counter()
     lam = check_nonnegative(lam, "lam")
     tol = check_positive(tol, "tol")
@@ -167,10 +187,41 @@ def solve_klr_problem(
         unbalanced = abs(yk @ start) > 1e-9 * max(1.0, np.abs(start).sum())
         if unbalanced or not np.array_equal(start, alpha0):
             start, qa0 = _repair(start, yk, prob), None
-    sol = solve_dual(prob.qmat, yk, prob.lower, prob.upper, np.full(yk.size, -lam),
-                     entropy_C=prob.C, alpha0=start, qa0=qa0, tol=tol, max_iter=max_iter,
-                     shrinking=shrinking, cache_dtype=cache_dtype, verbose=verbose)
-    return _result(prob, lam, sol, time.perf_counter() - t0)
+    lin = np.full(yk.size, -lam)
+    runs: list[DualSolution] = []
+
+    def run(prev: DualSolution | None, tol_: float, budget: int) -> DualSolution:
+        a0, q0 = (start, qa0) if prev is None else (prev.alpha, prev.qa)
+        runs.append(solve_dual(prob.qmat, yk, prob.lower, prob.upper, lin, entropy_C=prob.C,
+                               alpha0=a0, qa0=q0, tol=tol_, max_iter=budget,
+                               shrinking=shrinking, cache_dtype=cache_dtype, verbose=verbose))
+        return runs[-1]
+
+    first = run(None, tol, max_iter)
+    sol, cert, tol_met, rounds, iters = refine_loop(
+        run, lambda s: klr_certificate(prob, lam, s), first, tol, max_iter, refine)
+    res = _result(prob, lam, sol, cert, time.perf_counter() - t0)
+    res.iterations = iters
+    res.extra["stopping_rule"] = stopping_rule(sol.violation, tol_met, tol, rounds, cert)
+    res.extra["history"] = joined_history(runs)
+    res.raw_status = (f"violation {sol.violation:.3e} (tol {tol_met:.0e}) after {iters} "
+                      f"iterations, relative gap {cert.gap:.1e}")
+    return res
+
+
+def klr_certificate(prob: KLRProblem, lam: float, sol: DualSolution) -> Certificate:
+    """f(alpha), the bound -P(w(alpha), b*) at the best b*, and the scale sum_i loss_i(0)."""
+    return klr_certificate_at(prob, lam, sol.alpha, sol.qa, sol.objective,
+                              0.5 * (sol.m_up + sol.m_low))
+
+
+def klr_certificate_at(prob: KLRProblem, lam: float, alpha: np.ndarray, qa: np.ndarray,
+                       objective: float, b0: float = 0.0) -> Certificate:
+    """:func:`klr_certificate` from alpha, Q alpha and f(alpha) (b0 starts the search for b*)."""
+    args = (prob.yk, lam, prob.C, prob.lower, prob.upper)
+    b = klr_best_intercept(qa, *args, b0)
+    bound = -klr_primal(alpha, qa, *args, b)
+    return Certificate(objective, bound, klr_scale(lam, prob.C, prob.lower, prob.upper), b)
 
 
 def _repair(a: np.ndarray, y: np.ndarray, prob: KLRProblem) -> np.ndarray:
@@ -191,10 +242,11 @@ def _repair(a: np.ndarray, y: np.ndarray, prob: KLRProblem) -> np.ndarray:
     return a
 
 
-def _result(prob: KLRProblem, lam: float, sol: DualSolution, seconds: float) -> SolveResult:
+def _result(prob: KLRProblem, lam: float, sol: DualSolution, cert: Certificate,
+            seconds: float) -> SolveResult:
     n = prob.y.size
     yk = prob.yk
-    b = 0.5 * (sol.m_up + sol.m_low)
+    b = cert.b
     alpha = np.zeros(n)
     alpha[prob.keep] = sol.alpha
     thr = np.zeros(n)
@@ -202,12 +254,12 @@ def _result(prob: KLRProblem, lam: float, sol: DualSolution, seconds: float) -> 
     support = prob.keep & (alpha > thr)
     f_train = np.full(n, np.nan)
     f_train[prob.keep] = yk * sol.qa + b
-    term, status = termination_of(sol)
+    term, status = certified_status(*termination_of(sol), cert)
     extra: dict[str, Any] = {
         "b": b,
+        "b_midpoint": 0.5 * (sol.m_up + sol.m_low),
         "lam": lam,
         "max_violation": sol.violation,
-        "history": sol.history,
         "n_support": int(support.sum()),
         "support_share": float(support.sum() / max(prob.keep.sum(), 1)),
         "n_at_lower": int(prob.keep.sum() - support.sum()),
@@ -225,10 +277,12 @@ def _result(prob: KLRProblem, lam: float, sol: DualSolution, seconds: float) -> 
         solution_status=status,
         objective=sol.objective,
         x=alpha,
+        bound=cert.bound,
+        gap=cert.gap,
+        scale=cert.scale,
         iterations=sol.iterations,
         solve_time=seconds,
         solver="smo",
-        raw_status=f"violation {sol.violation:.3e} after {sol.iterations} iterations",
         strategy="smo",
         extra=extra,
     )
@@ -256,6 +310,7 @@ def smo_klr(
     alpha0: np.ndarray | None = None,
     sparse_tol: float = 1e-3,
     cache_dtype: str = "auto",
+    refine: bool = True,
     verbose: bool = False,
 ) -> SolveResult:
     """Train the (S-)KLR dual by second-order SMO with a Newton two-variable step.
@@ -289,11 +344,15 @@ def smo_klr(
     cache_dtype : {"auto", "float64", "float32"}
         Storage of cached kernel columns when Q is not kept in full (see
         :func:`solvers.smo.core.solve_dual`).
+    refine : bool
+        Continue with tighter tolerances after ``tol`` until the relative duality gap is within
+        CERTIFICATE_TOL (module docstring); False stops at ``tol``.
 
     Returns
     -------
     SolveResult
-        ``x`` = alpha, ``objective`` = f(alpha); ``extra``: ``b``, ``max_violation``,
+        ``x`` = alpha, ``objective`` = f(alpha), ``bound`` = -P(w(alpha), b) <= min f, ``gap``,
+        ``scale``; ``extra``: ``b``, ``max_violation``, ``stopping_rule``,
         ``n_support``, ``support_share``, ``n_at_lower``, ``support`` (mask),
         ``support_threshold``, ``lower``, ``upper``, ``classes``, ``y``, ``decision_train``.
     """
@@ -302,7 +361,7 @@ def smo_klr(
     a0 = check_alpha0(alpha0, prob.y.size)
     return solve_klr_problem(prob, lam, tol=tol, shrinking=shrinking, max_iter=max_iter,
                              alpha0=None if a0 is None else a0[prob.keep],
-                             cache_dtype=cache_dtype, verbose=verbose)
+                             cache_dtype=cache_dtype, refine=refine, verbose=verbose)
 
 
 def lam_path(
@@ -313,7 +372,8 @@ def lam_path(
     Q is built once; the warm start reuses alpha and Q alpha, since lambda only changes the
     linear term. ``kwargs`` are those of :func:`smo_klr` (without ``lam`` / ``alpha0``).
     """
-    solve_kw = {k: kwargs.pop(k) for k in ("tol", "shrinking", "max_iter", "cache_dtype", "verbose")
+    solve_kw = {k: kwargs.pop(k)
+                for k in ("tol", "shrinking", "max_iter", "cache_dtype", "refine", "verbose")
                 if k in kwargs}
     prob = prepare_klr(X, y, **kwargs)
     out: list[SolveResult] = []

@@ -5,9 +5,17 @@ Dual (per-sample box C_i = C s_i w_{y_i}, s: sample weight, w: class weight)::
     min_alpha  1/2 alpha' Q alpha - sum_i alpha_i   s.t.  y' alpha = 0,  0 <= alpha_i <= C_i
     f(x) = sum_i alpha_i y_i k(x_i, x) + b
 
-The core (:mod:`solvers.smo.core`) sees h = 0, p = -1, l = 0, u = C_i. b is the average of
-m_t = -y_t grad_t over the free variables (0 < alpha_t < C_t), else the midpoint of
-max_{I_up} m and min_{I_low} m (LIBSVM's rule; b = -rho).
+The core (:mod:`solvers.smo.core`) sees h = 0, p = -1, l = 0, u = C_i. b is the one that
+minimises the primal P(w(alpha), b) at the final alpha (a weighted median of m_t = -y_t grad_t,
+:func:`solvers.smo.certificate.svm_best_intercept`); LIBSVM's average of m_t over the free
+variables is kept as ``extra['b_free_average']``.
+
+"Optimal" means certified: SMO first stops at its own rule (violation <= ``tol``); if the
+relative duality gap (P(w(alpha), b) - D(alpha)) / sum_i C_i is then above
+:data:`solvers.result.CERTIFICATE_TOL`, it continues warm-started with ``tol / 10`` (at most
+:data:`~solvers.smo.certificate.REFINE_ROUNDS` times, ``refine=True``). The result is OPTIMAL
+only when the gap is within CERTIFICATE_TOL, else CONVERGED; ``extra['stopping_rule']`` records
+the violation, the tolerance finally met, the refinements and the gap.
 """
 
 from __future__ import annotations
@@ -19,7 +27,15 @@ import numpy as np
 
 from solvers.kernels import Kernel
 from solvers.result import SolveResult
-from solvers.smo.core import solve_dual, termination_of
+from solvers.smo.certificate import (
+    Certificate,
+    certified_status,
+    refine_loop,
+    stopping_rule,
+    svm_best_intercept,
+    svm_gap,
+)
+from solvers.smo.core import DualSolution, joined_history, solve_dual, termination_of
 from solvers.smo.prediction import kernel_expansion
 from solvers.smo.qmatrix import KernelQMatrix, PrecomputedQMatrix, QMatrix
 from solvers.smo.validation import (
@@ -63,6 +79,7 @@ def smo_svm(
     max_iter: int = 10_000_000,
     alpha0: np.ndarray | None = None,
     cache_dtype: str = "auto",
+    refine: bool = True,
     verbose: bool = False,
 ) -> SolveResult:
     """Train the weighted SVM dual by second-order SMO.
@@ -94,14 +111,20 @@ def smo_svm(
     cache_dtype : {"auto", "float64", "float32"}
         Storage of cached columns (see :func:`solvers.smo.core.solve_dual`); "auto" uses
         float32 (as LIBSVM does) only when Q does not fit ``cache_mb`` in float64.
+    refine : bool
+        After meeting ``tol``, continue with tighter tolerances until the relative duality gap
+        is within CERTIFICATE_TOL (see the module docstring); False stops at ``tol`` (the result
+        is then CONVERGED unless the gap happens to be within CERTIFICATE_TOL).
     verbose : bool
         Progress output.
 
     Returns
     -------
     SolveResult
-        ``x`` = alpha; ``objective`` = the dual objective 1/2 a'Qa - sum a; ``extra`` holds
-        ``b``, ``n_sv``, ``max_violation``, ``dual_objective``, ``classes``, ``y`` (+-1),
+        ``x`` = alpha; ``objective`` = the dual objective 1/2 a'Qa - sum a (minimised);
+        ``bound`` = -P(w(alpha), b) <= its minimum, ``gap`` = (objective - bound) / ``scale``,
+        ``scale`` = sum_i C_i. ``extra`` holds ``b``, ``b_free_average``, ``n_sv``,
+        ``max_violation``, ``dual_objective``, ``stopping_rule``, ``classes``, ``y`` (+-1),
         ``upper`` (C_i), ``decision_train`` (f on the training rows).
     """
     t0 = time.perf_counter()
@@ -131,19 +154,36 @@ def smo_svm(
     qmat = make_qmatrix(Xk, yk, kernel, cache_mb)
     build = time.perf_counter() - t0
 
-    sol = solve_dual(qmat, yk, lo, up, -np.ones_like(up), alpha0=start, tol=tol,
-                     max_iter=max_iter, shrinking=shrinking, cache_dtype=cache_dtype,
-                     verbose=verbose)
-    b = free_average_b(sol.alpha, sol.grad, yk, lo, up, sol.m_up, sol.m_low)
+    lin = -np.ones_like(up)
+
+    rounds_run: list[DualSolution] = []
+
+    def run(prev: DualSolution | None, tol_: float, budget: int) -> DualSolution:
+        a0, qa0 = (start, None) if prev is None else (prev.alpha, prev.qa)
+        rounds_run.append(solve_dual(qmat, yk, lo, up, lin, alpha0=a0, qa0=qa0, tol=tol_,
+                                     max_iter=budget, shrinking=shrinking,
+                                     cache_dtype=cache_dtype, verbose=verbose))
+        return rounds_run[-1]
+
+    def certificate(s: DualSolution) -> Certificate:
+        b_ = svm_best_intercept(s.grad, yk, up)
+        return Certificate(s.objective, s.objective - svm_gap(s.alpha, s.grad, yk, up, b_),
+                           float(up.sum()), b_)
+
+    first = run(None, tol, max_iter)
+    sol, cert, tol_met, rounds, iters = refine_loop(run, certificate, first, tol, max_iter, refine)
+    b = cert.b
     alpha = np.zeros(n)
     alpha[idx] = sol.alpha
     f_train = np.zeros(n)
     f_train[idx] = yk * sol.qa + b
     if (~keep).any():
         f_train[~keep] = _decision(X, y_pm, alpha, b, kernel, np.flatnonzero(~keep))
-    term, status = termination_of(sol)
+    term, status = certified_status(*termination_of(sol), cert)
     extra: dict[str, Any] = {
         "b": b,
+        "b_free_average": free_average_b(sol.alpha, sol.grad, yk, lo, up, sol.m_up, sol.m_low),
+        "stopping_rule": stopping_rule(sol.violation, tol_met, tol, rounds, cert),
         "n_sv": int(np.count_nonzero(alpha)),
         "max_violation": sol.violation,
         "dual_objective": sol.objective,
@@ -151,19 +191,23 @@ def smo_svm(
         "y": y_pm,
         "upper": upper_all,
         "decision_train": f_train,
-        "kernel_evals": sol.kernel_evals,
-        "history": sol.history,
+        "kernel_evals": sum(r.kernel_evals for r in rounds_run),
+        "history": joined_history(rounds_run),
     }
     return SolveResult(
         termination=term,
         solution_status=status,
         objective=sol.objective,
         x=alpha,
-        iterations=sol.iterations,
+        bound=cert.bound,
+        gap=cert.gap,
+        scale=cert.scale,
+        iterations=iters,
         build_time=build,
         solve_time=time.perf_counter() - t0 - build,
         solver="smo",
-        raw_status=f"violation {sol.violation:.3e} after {sol.iterations} iterations",
+        raw_status=f"violation {sol.violation:.3e} (tol {tol_met:.0e}) after {iters} "
+        f"iterations, relative gap {cert.gap:.1e}",
         strategy="smo",
         extra=extra,
     )

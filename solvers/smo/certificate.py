@@ -1,0 +1,210 @@
+r"""Duality-gap certificates for the SVM and (S-)KLR duals, computed from SMO's gradient.
+
+Both duals are minimised, ``min f(alpha)`` over ``y'alpha = 0, l <= alpha <= u``; a primal
+value P(w, b) at *any* w, b gives the lower bound ``-P(w, b) <= min f`` (weak duality), and with
+w = w(alpha) = sum_i alpha_i y_i phi(x_i) the gap ``f(alpha) + P(w(alpha), b)`` needs only
+``Q alpha`` (which SMO keeps up to date) and O(n) work. ``t_i = y_i f(x_i) = (Q alpha)_i + y_i b``.
+
+* SVM (f = 1/2 a'Qa - 1'a, the negated dual D):
+  ``P(w(a), b) = 1/2 a'Qa + sum_i C_i max(0, 1 - t_i)``, so with grad = Qa - 1
+  ``gap(b) = a'grad + sum_i C_i max(0, -grad_i - y_i b)``.
+  The best b minimises the hinge sum: a weighted median of the breakpoints m_i = -y_i grad_i.
+* (S-)KLR (f = 1/2 a'Qa + sum_i h_i(a_i) - lam 1'a, h_i(a) = C_i G(a / C_i)):
+  ``P(w, b) = 1/2 ||w||^2 + sum_i loss_i(t_i)`` with the conjugate loss
+  ``loss_i(t) = max_{l_i <= a <= u_i} [a (lam - t) - h_i(a)]``. For the open box [0, C_i] it is
+  the shifted logistic loss ``C_i log(1 + exp(lam - t))``; with S-KLR's bounds [gamma_i,
+  C_i - gamma_i] the maximiser is ``a* = clip(C_i sigma(lam - t), l_i, u_i)`` and the loss is
+  logistic in the middle with linear tails of slopes -u_i and -l_i. Fenchel-Young gives
+  ``P(w, b) + f(alpha) >= 1/2 ||w - w(alpha)||^2 >= 0`` for every feasible alpha, with equality
+  at the optimum (where alpha_i = a*_i(t_i)). The best b solves ``sum_i y_i a*_i(t_i(b)) = 0``
+  (decreasing in b; bisection).
+
+Natural scales (gaps are relative to them; both equal P(0, 0), an upper bound on the primal
+optimum that scales with C and the weights): SVM ``sum_i C_i``; KLR ``sum_i loss_i(0)``
+(``log(1 + e^lam) sum_i C_i`` for the open box).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+from scipy.special import expit, xlogy
+
+from solvers.result import CERTIFICATE_TOL
+
+REFINE_ROUNDS = 4
+"""How many times SMO / block may continue, warm-started with ``tol / REFINE_FACTOR``, after
+meeting ``tol`` while the relative duality gap is still above CERTIFICATE_TOL."""
+
+REFINE_FACTOR = 10.0
+"""Each refinement round divides the violation tolerance by this factor."""
+
+TOL_FLOOR = 1e-12
+"""Refinement never asks for a violation below this (round-off in m_t)."""
+
+
+# ---------------------------------------------------------------------------- SVM
+def svm_best_intercept(grad: np.ndarray, y: np.ndarray, upper: np.ndarray) -> float:
+    """argmin_b sum_i C_i max(0, -grad_i - y_i b): the b minimising the hinge sum at fixed alpha.
+
+    With m_i = -y_i grad_i the hinge of row i is ``C_i max(0, y_i (m_i - b))``: its slope in b
+    is -C_i for y_i = +1 and b < m_i, +C_i for y_i = -1 and b > m_i. The sum's slope first turns
+    >= 0 at a breakpoint m_k (a weighted median); on a flat piece the midpoint is returned.
+    """
+    m = -y * grad
+    order = np.argsort(m, kind="stable")
+    ms = m[order]
+    pos = np.where(y[order] > 0, upper[order], 0.0)
+    neg = np.where(y[order] < 0, upper[order], 0.0)
+    slope = -(pos.sum() - np.cumsum(pos)) + np.cumsum(neg)  # slope just right of ms[k]
+    k = int(np.argmax(slope >= 0.0)) if np.any(slope >= 0.0) else ms.size - 1
+    if slope[k] == 0.0 and k + 1 < ms.size:
+        return float(0.5 * (ms[k] + ms[k + 1]))
+    return float(ms[k])
+
+
+def svm_gap(
+    alpha: np.ndarray, grad: np.ndarray, y: np.ndarray, upper: np.ndarray, b: float
+) -> float:
+    """P(w(alpha), b) - D(alpha) = alpha'grad + sum_i C_i max(0, -grad_i - y_i b)."""
+    return float(alpha @ grad + upper @ np.maximum(0.0, -grad - y * b))
+
+
+# ---------------------------------------------------------------------------- KLR
+def _entropy(a: np.ndarray, c: np.ndarray) -> np.ndarray:
+    """h(a) = a log(a / C) + (C - a) log((C - a) / C) (0 log 0 = 0)."""
+    return xlogy(a, a / c) + xlogy(c - a, (c - a) / c)
+
+
+def klr_best_response(
+    t: np.ndarray, lam: float, C: np.ndarray, lower: np.ndarray, upper: np.ndarray
+) -> np.ndarray:
+    """a*_i(t) = clip(C_i sigma(lam - t_i), l_i, u_i), the maximiser in loss_i(t)."""
+    return np.clip(C * expit(lam - t), lower, upper)
+
+
+def klr_loss(
+    t: np.ndarray, lam: float, C: np.ndarray, lower: np.ndarray, upper: np.ndarray
+) -> np.ndarray:
+    """loss_i(t) = max_{l_i <= a <= u_i} a (lam - t_i) - h_i(a) (see the module docstring).
+
+    Inside the box this is C_i log(1 + exp(lam - t_i)) (computed by logaddexp); where the box
+    clips the maximiser, the value at the clipped a.
+    """
+    z = lam - t
+    free = C * expit(z)
+    a = np.clip(free, lower, upper)
+    clipped = a != free
+    out = C * np.logaddexp(0.0, z)
+    if clipped.any():
+        ac, cc = a[clipped], C[clipped]
+        out[clipped] = ac * z[clipped] - _entropy(ac, cc)
+    return out
+
+
+def klr_objective(
+    alpha: np.ndarray, qa: np.ndarray, lam: float, C: np.ndarray
+) -> float:
+    """f(alpha) = 1/2 alpha'Q alpha + sum_i h_i(alpha_i) - lam sum_i alpha_i."""
+    return float(0.5 * alpha @ qa + _entropy(alpha, C).sum() - lam * alpha.sum())
+
+
+def klr_primal(
+    alpha: np.ndarray, qa: np.ndarray, y: np.ndarray, lam: float, C: np.ndarray,
+    lower: np.ndarray, upper: np.ndarray, b: float,
+) -> float:
+    """P(w(alpha), b) = 1/2 alpha'Q alpha + sum_i loss_i((Q alpha)_i + y_i b)."""
+    return float(0.5 * alpha @ qa + klr_loss(qa + y * b, lam, C, lower, upper).sum())
+
+
+def klr_best_intercept(
+    qa: np.ndarray, y: np.ndarray, lam: float, C: np.ndarray, lower: np.ndarray,
+    upper: np.ndarray, b0: float = 0.0,
+) -> float:
+    """argmin_b P(w(alpha), b): the root of g(b) = sum_i y_i a*_i((Q alpha)_i + y_i b).
+
+    g decreases in b (each a*_i decreases in t_i); the root is bracketed by doubling steps
+    from ``b0`` and found by 200 bisection steps at most (to the resolution of a double).
+    """
+
+    def g(b: float) -> float:
+        return float(y @ klr_best_response(qa + y * b, lam, C, lower, upper))
+
+    lo, hi, step = b0, b0, 1.0
+    while g(lo) < 0.0 and step < 1e300:
+        lo, step = lo - step, 2.0 * step
+    step = 1.0
+    while g(hi) > 0.0 and step < 1e300:
+        hi, step = hi + step, 2.0 * step
+    for _ in range(200):
+        mid = 0.5 * (lo + hi)
+        if mid in (lo, hi):
+            break
+        if g(mid) > 0.0:
+            lo = mid
+        else:
+            hi = mid
+    return 0.5 * (lo + hi)
+
+
+def klr_scale(lam: float, C: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> float:
+    """The natural scale P(0, 0) = sum_i loss_i(0)."""
+    return float(klr_loss(np.zeros_like(C), lam, C, lower, upper).sum())
+
+
+# ---------------------------------------------------------------------------- stopping record
+@dataclasses.dataclass
+class Certificate:
+    """The gap at SMO's final iterate: ``gap = (objective - bound) / scale``."""
+
+    objective: float
+    bound: float
+    scale: float
+    b: float
+
+    @property
+    def gap(self) -> float:
+        return (self.objective - self.bound) / self.scale
+
+    @property
+    def holds(self) -> bool:
+        return self.gap <= CERTIFICATE_TOL
+
+
+def refine_loop(solve, certificate, state, tol: float, max_iter: int, refine: bool):
+    """Continue a converged run until its certificate holds (the "refine" rule of SMO / block).
+
+    ``state`` is the result of the first run at ``tol``; ``solve(state, tol, budget)`` continues
+    from it (warm start) with a violation tolerance ``tol`` and at most ``budget`` more
+    iterations; ``certificate(state)`` gives its :class:`Certificate`. While the run converged,
+    the gap is above CERTIFICATE_TOL, fewer than REFINE_ROUNDS rounds were made and iterations
+    remain, ``tol`` is divided by REFINE_FACTOR (not below TOL_FLOOR) and the run continues.
+    Returns (state, certificate, final tol, rounds, iterations of every round).
+    """
+    cert, rounds, used = certificate(state), 0, state.iterations
+    while (refine and state.converged and not cert.holds and rounds < REFINE_ROUNDS
+           and tol > TOL_FLOOR and used < max_iter):
+        tol = max(tol / REFINE_FACTOR, TOL_FLOOR)
+        state = solve(state, tol, max_iter - used)
+        cert, rounds, used = certificate(state), rounds + 1, used + state.iterations
+    return state, cert, tol, rounds, used
+
+
+def certified_status(termination, status, cert: Certificate):
+    """A run that met its stopping rule (OPTIMAL from the loop) stays OPTIMAL only when the
+    certificate holds; otherwise it is CONVERGED with a FEASIBLE solution. Others pass."""
+    from solvers.result import SolutionStatus, TerminationCondition
+
+    if termination is TerminationCondition.OPTIMAL and not cert.holds:
+        return TerminationCondition.CONVERGED, SolutionStatus.FEASIBLE
+    return termination, status
+
+
+def stopping_rule(violation: float, tol: float, tol_requested: float, rounds: int,
+                  cert: Certificate) -> dict:
+    """What ``extra['stopping_rule']`` records: the violation met, the tolerance it was held to
+    (after ``rounds`` refinements of ``tol_requested``) and the relative gap reached."""
+    return {"max_violation": float(violation), "tol": float(tol),
+            "tol_requested": float(tol_requested), "refinements": int(rounds),
+            "gap": float(cert.gap), "certificate_tol": CERTIFICATE_TOL}
