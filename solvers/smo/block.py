@@ -31,7 +31,6 @@ import time
 import warnings
 from typing import Any
 
-import cvxpy as cp
 import highspy
 import numpy as np
 
@@ -116,6 +115,8 @@ def _entropy_cvxpy(Qbb, c, yb, rhs, lo, up, Cb, solver: str) -> np.ndarray:
     w, V = np.linalg.eigh(0.5 * (Qbb + Qbb.T))
     keep = w > 1e-12 * max(w.max(), 1e-300)
     F = V[:, keep] * np.sqrt(w[keep])
+    import cvxpy as cp  # imported here: CVXPY costs ~1 s to import, and only KLR blocks use it
+
     a = cp.Variable(c.size)
     d = cp.multiply(a, 1.0 / Cb)
     entropy = cp.sum(cp.multiply(Cb, cp.entr(d) + cp.entr(1 - d)))
