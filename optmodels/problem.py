@@ -3,12 +3,21 @@
 A problem is a plain object holding validated data and hyperparameters. It *declares* its
 algebraic model (``qp()`` for the LP/QP ones, ``cvxpy_problem()`` for the conic KLR dual) and
 never solves on construction. ``solve(strategy=...)`` looks the strategy up in
-:mod:`optmodels.strategies`; ``"full"`` is the verified monolithic solve.
+:mod:`optmodels.strategies`; ``"full"`` is the verified monolithic solve, run inside the guards
+of :mod:`optmodels.guards` (memory budget, default time limit, progress line).
+
+Parameters are fixed at construction: what depends on them (the SVM box C_i, the kernel, the
+ridge working data) is built once, so assigning one afterwards raises AttributeError; create a
+new problem instead. Every result of ``solve`` carries ``extra["run"]``, the record of the run
+(:func:`run_record`).
 """
 
 from __future__ import annotations
 
+import platform
 import time
+from importlib import metadata
+from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -26,9 +35,21 @@ class Problem:
     PARAMS: ClassVar[dict[str, Param]] = {}
 
     def _set_params(self, given: dict[str, Any]) -> None:
-        self.params = validate_params(type(self).__name__, self.PARAMS, given)
-        for key, value in self.params.items():
-            setattr(self, key, value)
+        """Validate the parameters, set them as attributes and freeze them (read-only)."""
+        params = validate_params(type(self).__name__, self.PARAMS, given)
+        for key, value in params.items():
+            object.__setattr__(self, key, value)
+        object.__setattr__(self, "params", MappingProxyType(params))
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name == "params" or (name in type(self).PARAMS and "params" in self.__dict__):
+            cls = type(self).__name__
+            shown = f" with {name}={value!r}" if name != "params" else ""
+            raise AttributeError(
+                f"The parameters of {cls} are fixed at construction (the model is built from "
+                f"them); create a new {cls}(...){shown} instead."
+            )
+        object.__setattr__(self, name, value)
 
     @property
     def X(self) -> np.ndarray:
@@ -79,7 +100,8 @@ class Problem:
     def _solve_declared(
         self, form: tuple[str, ...], solver: str, **kwargs: Any
     ) -> tuple[QPData, SolveResult]:
-        """Build ``self.qp(*form)``, timed as the build, and run the verified QP solve on it."""
+        """Build ``self.qp(*form)``, timed as the build, and run the verified QP solve on it
+        (``kwargs``: time_limit, max_iter, verbose, options of :func:`solvers.backend.solve_qp`)."""
         t0 = time.perf_counter()
         qp = self.qp(*form)
         build = time.perf_counter() - t0
@@ -87,11 +109,28 @@ class Problem:
         res.build_time = build
         return qp, res
 
-    def solve(self, strategy: str = "full", **options: Any) -> SolveResult:
-        """Solve with a strategy (``"full"`` = monolithic; see ``strategies()`` for the rest)."""
-        from optmodels.strategies import run_strategy
+    def solve(
+        self, strategy: str = "full", *, allow_large: bool = False, **options: Any
+    ) -> SolveResult:
+        """Solve with a strategy (``"full"`` = monolithic; see ``strategies()`` for the rest).
 
-        return run_strategy(self, strategy, **options)
+        A full solve is checked by :func:`optmodels.guards.check_full_solve` first: refused
+        above the memory budget (``allow_large=True`` lifts that), given the default time limit
+        when none is passed, announced on stderr when expected to be long. The result's
+        ``extra["run"]`` records the run (:func:`run_record`)."""
+        from optmodels import guards
+        from optmodels.strategies import check_strategy_options, options_for, run_strategy
+
+        if not isinstance(allow_large, bool):
+            raise ValueError(f"allow_large must be True or False; got {allow_large!r}.")
+        options = check_strategy_options(self.NAME, strategy, options)
+        if strategy == "full":
+            options = guards.check_full_solve(self, options, allow_large=allow_large)
+        result = run_strategy(self, strategy, **options)
+        resolved = {k: o.default for k, o in options_for(self.NAME, strategy).items()}
+        resolved.update(options)
+        result.extra["run"] = run_record(strategy, resolved, result)
+        return result
 
     @classmethod
     def strategies(cls) -> list[str]:
@@ -108,3 +147,60 @@ class Problem:
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
         return f"{type(self).__name__}(n={self.n}, p={self.p}, {shown})"
+
+
+LIBRARIES = ("numpy", "scipy", "highspy", "clarabel", "cvxpy", "ecos", "threadpoolctl", "optmodels")
+
+
+def library_versions() -> dict[str, str | None]:
+    """Installed versions of the libraries a solve may use (None when not installed)."""
+    out: dict[str, str | None] = {}
+    for name in LIBRARIES:
+        try:
+            out[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            out[name] = None
+    return out
+
+
+def thread_info(options: dict[str, Any]) -> dict[str, Any]:
+    """BLAS/OpenMP pools as threadpoolctl sees them, and the HiGHS ``threads`` option given
+    in ``options["options"]`` (0 = HiGHS chooses)."""
+    try:
+        from threadpoolctl import threadpool_info
+
+        pools = [
+            {k: pool.get(k) for k in ("user_api", "internal_api", "num_threads", "version")}
+            for pool in threadpool_info()
+        ]
+    except ImportError:
+        pools = None
+    backend_opts = options.get("options") or {}
+    return {"pools": pools, "highs_threads": backend_opts.get("threads", 0)}
+
+
+def run_record(strategy: str, options: dict[str, Any], result: SolveResult) -> dict[str, Any]:
+    """The record of one run: strategy, options as resolved (defaults filled in; arrays and
+    callables shown by type), the seed where the strategy has one, threads, backend and
+    library versions, Python."""
+    shown = {k: _plain(v) for k, v in options.items()}
+    return {
+        "strategy": strategy,
+        "options": shown,
+        "seed": options.get("seed"),
+        "threads": thread_info(options),
+        "backend": {"name": result.solver, "version": result.solver_version},
+        "versions": library_versions(),
+        "python": platform.python_version(),
+    }
+
+
+def _plain(value: Any) -> Any:
+    """JSON-friendly view of an option value (arrays and callables by their kind)."""
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, np.ndarray):
+        return f"array{value.shape}"
+    return type(value).__name__

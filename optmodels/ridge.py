@@ -130,6 +130,7 @@ class Ridge(Problem):
         *,
         tol: float = CERTIFICATE_TOL,
         time_limit: float | None = None,
+        max_iter: int | None = None,
         verbose: bool = False,
         options: dict[str, Any] | None = None,
     ) -> SolveResult:
@@ -149,7 +150,12 @@ class Ridge(Problem):
             )
         else:
             qp, res = self._solve_declared(
-                (), solver, time_limit=time_limit, verbose=verbose, options=options
+                (),
+                solver,
+                time_limit=time_limit,
+                max_iter=max_iter,
+                verbose=verbose,
+                options=options,
             )
             if res.x is None:
                 return res

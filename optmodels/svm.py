@@ -21,8 +21,10 @@ import scipy.sparse as sp
 
 from optmodels.problem import Problem
 from optmodels.validation import (
+    CLASS_WEIGHT_FORMS,
     Param,
     check_array,
+    check_class_weight,
     check_labels,
     check_sample_weight,
     resolve_gamma,
@@ -53,17 +55,25 @@ def build_kernel(params: dict[str, Any], X: np.ndarray) -> Kernel:
 
 
 def class_weight_vector(class_weight: Any, y: np.ndarray) -> np.ndarray:
-    """cw_{y_i} per row from None, 'balanced' or a dict {-1: w, +1: w}."""
+    """cw_{y_i} per row: 1 for None; n / (2 n_c) for 'balanced' (n_c rows in the class of row
+    i); w_{y_i} for a dict {-1: w, +1: w} as :func:`optmodels.validation.check_class_weight`
+    returns it (a class left out weighs 1)."""
     if class_weight is None:
         return np.ones_like(y)
-    if class_weight == "balanced":
+    if isinstance(class_weight, str) and class_weight == "balanced":
         n_pos = float((y > 0).sum())
         return np.where(y > 0, y.size / (2 * n_pos), y.size / (2 * (y.size - n_pos)))
     if isinstance(class_weight, dict) and set(class_weight) <= {-1, 1}:
         return np.where(y > 0, float(class_weight.get(1, 1.0)), float(class_weight.get(-1, 1.0)))
-    raise DataError(
-        "class_weight must be None, 'balanced' or a dict {-1: w, 1: w} of positive floats."
-    )
+    raise DataError(f"class_weight must be {CLASS_WEIGHT_FORMS}; got {class_weight!r}.")
+
+
+def check_n_features(X: np.ndarray, expected: int, owner: str) -> None:
+    """Refuse new rows whose width differs from the training data's (scikit-learn's message)."""
+    if X.shape[1] != expected:
+        raise DataError(
+            f"X has {X.shape[1]} features, but {owner} is expecting {expected} features as input."
+        )
 
 
 class SVM(Problem):
@@ -73,7 +83,8 @@ class SVM(Problem):
     ----------
     X : (n, p) array (for ``kernel="precomputed"``, the n x n kernel matrix).
     y : (n,) two classes (any two values; the larger maps to +1).
-    sample_weight : s_i >= 0; class_weight : None, 'balanced' or {-1: w, 1: w}.
+    sample_weight : s_i >= 0; class_weight : None, 'balanced' or a dict {label: w} with w > 0
+    finite, keyed by the labels of y or by -1/+1 (a class left out weighs 1).
     C, kernel, gamma, degree, coef0 : as scikit-learn's SVC.
     """
 
@@ -95,7 +106,8 @@ class SVM(Problem):
                 f"With kernel='precomputed' X must be the n x n kernel; got {self._X.shape}."
             )
         self.kernel_ = build_kernel(self.params, self._X)
-        self.box = self.C * self.sample_weight * class_weight_vector(class_weight, self.y)
+        self.class_weight = check_class_weight(class_weight, self.classes_)
+        self.box = self.C * self.sample_weight * class_weight_vector(self.class_weight, self.y)
         if not (self.box[self.y > 0] > 0).any() or not (self.box[self.y < 0] > 0).any():
             raise DataError("Only one class has positive weight; a binary SVM needs both classes.")
 
@@ -222,6 +234,7 @@ class SVM(Problem):
         form: str = "auto",
         tol: float = CERTIFICATE_TOL,
         time_limit: float | None = None,
+        max_iter: int | None = None,
         verbose: bool = False,
         options: dict[str, Any] | None = None,
     ) -> SolveResult:
@@ -232,7 +245,12 @@ class SVM(Problem):
         dual feasible first (:meth:`feasible_alpha`)."""
         form = self._form(form)
         qp, res = self._solve_declared(
-            (form,), solver, time_limit=time_limit, verbose=verbose, options=options
+            (form,),
+            solver,
+            time_limit=time_limit,
+            max_iter=max_iter,
+            verbose=verbose,
+            options=options,
         )
         if res.x is None:
             return res
@@ -265,19 +283,26 @@ class SVM(Problem):
         return self.certify(res, tol=tol, failure=TerminationCondition.NUMERICAL_ERROR)
 
     def decision_function(self, result: SolveResult, X_new: Any) -> np.ndarray:
-        """f(x) for new rows from a result of this problem (primal or dual form)."""
+        """f(x) for new rows from a result of this problem (primal or dual form); with
+        ``kernel="precomputed"`` X_new holds k(x_new, x_i) for the n training rows."""
         Xn = check_array(X_new, "X_new")
+        if result.x is None or "b" not in result.extra or result.extra["b"] is None:
+            raise DataError(
+                f"The result has no solution (termination {result.termination.value}); "
+                "solve the problem first and use a result with a solution."
+            )
         b = float(result.extra["b"])
         if result.extra.get("form") == "primal":
-            if Xn.shape[1] != self.p:
-                raise DataError(
-                    f"X has {Xn.shape[1]} features, but SVM is expecting {self.p} "
-                    "features as input."
-                )
+            check_n_features(Xn, self.p, "SVM")
             return Xn @ result.x + b
         alpha = result.extra["alpha"]
         sv = alpha > 0
-        return self.kernel_(Xn, self._X[sv]) @ (alpha[sv] * self.y[sv]) + b
+        coef = alpha[sv] * self.y[sv]
+        if self.kernel == "precomputed":
+            check_n_features(Xn, self.n, "SVM (precomputed kernel: one column per training row)")
+            return Xn[:, sv] @ coef + b
+        check_n_features(Xn, self.p, "SVM")
+        return self.kernel_(Xn, self._X[sv]) @ coef + b
 
     def train_accuracy(self, result: SolveResult) -> float:
         """Share of training rows on the right side of the decision function."""

@@ -44,22 +44,25 @@ class Param:
         right = "]" if self.closed in ("right", "both") else ")"
         lo = "-inf" if self.low is None else f"{self.low:g}"
         hi = "inf" if self.high is None else f"{self.high:g}"
-        text = (
-            f"{'an int' if self.kind == 'int' else 'a float'} in the range {left}{lo}, {hi}{right}"
-        )
+        kind = "an int" if self.kind == "int" else "a float"
+        text = f"{kind} in the range {left}{lo}, {hi}{right}"
         if self.kind == "float_or_choice":
             text += f" or one of {{{', '.join(map(repr, self.choices))}}}"
         return text + (" or None" if self.none_ok else "")
 
     def check(self, value: Any) -> Any:
-        """Return the value coerced to its kind, or raise ``None`` marker via ValueError."""
+        """Return the value coerced to its kind, or raise ValueError (the caller words it).
+
+        Numbers must be finite (inf and nan are refused whatever the range says); a bool is a
+        real bool, or one of the strings true/false/1/0 (any case) from the command line."""
         if value is None and self.none_ok:
             return None
         if self.kind == "bool":
             if isinstance(value, (bool, np.bool_)):
                 return bool(value)
-            if isinstance(value, str) and value.lower() in ("true", "false", "1", "0"):
-                return value.lower() in ("true", "1")
+            text = value.strip().lower() if isinstance(value, str) else None
+            if text in ("true", "false", "1", "0"):
+                return text in ("true", "1")
             raise ValueError
         if self.kind in ("choice", "float_or_choice") and isinstance(value, str):
             if value in self.choices:
@@ -78,7 +81,7 @@ class Param:
             value = int(value)
         else:
             value = float(value)
-        if not np.isfinite(value) and not (value == np.inf and self.high is None):
+        if not np.isfinite(value):
             raise ValueError
         if self.low is not None:
             if value < self.low or (value == self.low and self.closed not in ("left", "both")):
@@ -102,6 +105,46 @@ def validate_params(owner: str, table: Mapping[str, Param], given: Mapping[str, 
                 f"The {name!r} parameter of {owner} must be {spec.describe()}. "
                 f"Got {value!r} instead."
             ) from None
+    return out
+
+
+CLASS_WEIGHT_FORMS = (
+    "None, 'balanced', or a dict mapping a class label (one of the two labels of y, or -1/+1) "
+    "to a positive finite float (a class left out weighs 1)"
+)
+
+
+def check_class_weight(class_weight: Any, classes: np.ndarray) -> Any:
+    """``class_weight`` as None, 'balanced' or a dict {-1: w, +1: w} of positive finite floats.
+
+    Dict keys are the original labels ``classes`` (``classes[1]`` maps to +1) when every key is
+    one of them, else -1/+1; a class left out weighs 1. Anything else is a DataError listing the
+    accepted forms."""
+    if class_weight is None or (isinstance(class_weight, str) and class_weight == "balanced"):
+        return class_weight
+    if not isinstance(class_weight, Mapping) or not class_weight:
+        raise DataError(f"class_weight must be {CLASS_WEIGHT_FORMS}; got {class_weight!r}.")
+    original = [float(c) for c in classes]
+    keys = list(class_weight)
+    numeric = all(isinstance(k, numbers.Real) and not isinstance(k, (bool, np.bool_)) for k in keys)
+    if numeric and all(float(k) in original for k in keys):
+        sign = {original[0]: -1, original[1]: 1}
+    elif numeric and all(float(k) in (-1.0, 1.0) for k in keys):
+        sign = {-1.0: -1, 1.0: 1}
+    else:
+        raise DataError(
+            f"class_weight keys {keys!r} are not the classes of y {original!r} (nor -1/+1); "
+            f"class_weight must be {CLASS_WEIGHT_FORMS}."
+        )
+    out = {}
+    for key, value in class_weight.items():
+        ok = isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
+        if not ok or not np.isfinite(float(value)) or float(value) <= 0:
+            raise DataError(
+                f"class_weight[{key!r}] must be a positive finite float; got {value!r}. "
+                f"class_weight must be {CLASS_WEIGHT_FORMS}."
+            )
+        out[sign[float(key)]] = float(value)
     return out
 
 

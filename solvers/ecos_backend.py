@@ -3,6 +3,10 @@
 LP/QP models are lowered to CVXPY by :func:`solvers.cvxpy_lowering.qp_to_cvxpy`; CVXPY's status
 words map through :data:`solvers.cvxpy_lowering.STATUS_MAP`. ECOS is an optional extra
 (``pip install optmodels[ecos]``).
+
+ECOS has no time limit option (only ``max_iters``), so ``time_limit`` is refused with a
+ValueError rather than ignored: use ``max_iter`` to bound an ECOS run, or a backend with a time
+limit (HiGHS, Clarabel).
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ class EcosBackend:
     ) -> BackendOutput:
         from solvers.cvxpy_lowering import solve_qp_via_cvxpy
 
+        refuse_time_limit(time_limit)
         # ECOS's default tolerances (1e-8) leave the equality duals of a QP off by ~1e-5, which
         # the KKT check rightly rejects; these tighter ones pass it.
         # When ECOS cannot reach them it fails outright; it is then run once more at its own
@@ -66,4 +71,16 @@ class EcosBackend:
     def solve_cvxpy(self, problem: Any, **kw: Any) -> tuple[T, str, float, int]:
         from solvers.cvxpy_lowering import run_cvxpy
 
+        refuse_time_limit(kw.get("time_limit"))
         return run_cvxpy(problem, self.CVXPY_NAME, **kw)
+
+
+def refuse_time_limit(time_limit: float | None) -> None:
+    """ValueError for a ``time_limit``: ECOS has no such option and ignoring it would let a run
+    go on past the limit the caller asked for."""
+    if time_limit is not None:
+        raise ValueError(
+            f"time_limit={time_limit!r}: ECOS has no time limit option. Bound the run with "
+            "max_iter instead, leave time_limit out, or use solver='clarabel' (or 'highs'), "
+            "which honour time_limit."
+        )

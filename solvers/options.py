@@ -376,6 +376,10 @@ _BACKEND_OPTIONS = Option("options", "mapping", None,
                           "backend options passed through unchanged", none_ok=True)
 
 
+_FULL_MAX_ITER = _max_iter(None, "backend iteration limit (ITERATION_LIMIT when reached; None: "
+                           "the backend's)")
+
+
 def _solver(default: str, choices: tuple[str, ...]) -> Option:
     return Option("solver", "choice", default, "backend of the monolithic solve", choices=choices)
 
@@ -386,14 +390,14 @@ FULL: dict[str, dict[str, Option]] = {
         Option("form", "choice", "dual", "model solved: the primal LP or its (faster) dual",
                choices=("primal", "dual")),
         _tol(CERTIFICATE_TOL, _CERTIFY, zero_ok=True),
-        _time_limit(), _verbose("print the backend's log"), _BACKEND_OPTIONS,
+        _time_limit(), _FULL_MAX_ITER, _verbose("print the backend's log"), _BACKEND_OPTIONS,
     ),
     "svm": table(
         _solver("clarabel", _QP_SOLVERS),
         Option("form", "choice", "auto", "'auto': primal for the linear kernel, else dual",
                choices=("auto", "primal", "dual")),
         _tol(CERTIFICATE_TOL, _CERTIFY, zero_ok=True),
-        _time_limit(), _verbose("print the backend's log"), _BACKEND_OPTIONS,
+        _time_limit(), _FULL_MAX_ITER, _verbose("print the backend's log"), _BACKEND_OPTIONS,
     ),
     "klr": table(
         _solver("clarabel", ("clarabel", "ecos")),
@@ -407,7 +411,7 @@ FULL: dict[str, dict[str, Option]] = {
     "ridge": table(
         _solver("cholesky", ("cholesky", *_QP_SOLVERS)),
         _tol(CERTIFICATE_TOL, _CERTIFY, zero_ok=True),
-        _time_limit(), _verbose("print the backend's log"), _BACKEND_OPTIONS,
+        _time_limit(), _FULL_MAX_ITER, _verbose("print the backend's log"), _BACKEND_OPTIONS,
     ),
 }
 """The options of each problem's ``solve_full``."""
