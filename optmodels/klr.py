@@ -42,7 +42,7 @@ import numpy as np
 from scipy.special import expit, xlogy
 
 from optmodels.problem import Problem
-from optmodels.svm import KERNEL_PARAMS, build_kernel
+from optmodels.svm import KERNEL_PARAMS, build_kernel, check_n_features
 from optmodels.validation import Param, check_array, check_labels, check_sample_weight
 from solvers.backend import get_backend
 from solvers.errors import DataError, ExportError
@@ -250,6 +250,10 @@ class KLR(Problem):
     def decision_function(self, alpha: np.ndarray, b: float, X_new: Any) -> np.ndarray:
         """f(x) = sum_i alpha_i y_i k(x_i, x) + b."""
         Xn = check_array(X_new, "X_new")
+        if self.kernel == "precomputed":
+            check_n_features(Xn, self.n, "KLR (precomputed kernel: one column per training row)")
+            return Xn @ (alpha * self.y) + b
+        check_n_features(Xn, self.p, "KLR")
         return self.kernel_(Xn, self._X) @ (alpha * self.y) + b
 
     def predict_proba(self, alpha: np.ndarray, b: float, X_new: Any) -> np.ndarray:

@@ -7,6 +7,7 @@ at the returned solution, so every strategy is comparable with the ``"full"`` so
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -59,11 +60,26 @@ def _check_strategy(problem: str, strategy: str) -> None:
         )
 
 
-def run_strategy(problem: Any, strategy: str, **options: Any) -> SolveResult:
+VERIFY_MODES = ("strategy", "independent")
+
+
+def run_strategy(
+    problem: Any, strategy: str, *, verify: str = "strategy", **options: Any
+) -> SolveResult:
     """Run ``strategy`` on ``problem`` with its options validated by the strategy's table.
 
+    ``verify="strategy"`` (default) certifies with what the strategy already holds (SMO's
+    gradient gives the decision values, AID's last evaluation gives E); ``"independent"``
+    first recomputes objective and bound from the returned arrays
+    (:func:`optmodels.strategy_adapters.reevaluate`). ``result.wall_time`` is the whole call.
     A strategy's internal RuntimeError (e.g. a subproblem the backend could not solve) gives
     a NUMERICAL_ERROR result without a solution whose ``raw_status`` is the message."""
+    t0 = time.perf_counter()
+    if verify not in VERIFY_MODES:
+        raise ValueError(
+            f"verify must be one of {', '.join(VERIFY_MODES)}; got {verify!r}. Use "
+            "'independent' to recompute the certificate from the returned arrays."
+        )
     options = check_strategy_options(problem.NAME, strategy, options)
     runner = _REGISTRY[problem.NAME][strategy]
     try:
@@ -73,9 +89,15 @@ def run_strategy(problem: Any, strategy: str, **options: Any) -> SolveResult:
     except RuntimeError as exc:
         result = _failed(exc)
     result.strategy = strategy
+    if verify == "independent" and strategy != "full":
+        from optmodels.strategy_adapters import reevaluate
+
+        reevaluate(problem, result)
     # One meaning of "optimal" for every strategy: the problem-level certificate (a full solve
     # certifies itself, with NUMERICAL_ERROR as the failure).
-    return problem.certify(result)
+    problem.certify(result)
+    result.wall_time = time.perf_counter() - t0
+    return result
 
 
 def _failed(exc: RuntimeError) -> SolveResult:

@@ -18,13 +18,12 @@ import numpy as np
 from optmodels.strategies import register
 from solvers import options as opt
 from solvers.aid import aid_lad, aid_svm
-from solvers.result import SolveResult, relative_gap
+from solvers.result import SolveResult
 from solvers.sketch import RIDGE_METHODS, solve_ridge
 from solvers.smo import block_klr, block_svm, smo_klr, smo_svm
 
-VERIFY_MAX_N = 20_000
-"""Kernel problems up to this n re-evaluate objectives with a blocked K v (O(n^2 p) work);
-above it the strategy's own decision values are used (recorded in extra['objective_source'])."""
+KERNEL_ACCURACY_MAX_N = 20_000
+"""Kernel AID results get a training accuracy (a blocked K v, O(n^2 p)) up to this n."""
 
 RIDGE_REFERENCE_MAX_D = 2_000
 """Ridge strategies get the exact solution (for rel_error histories) when d is at most this."""
@@ -62,7 +61,6 @@ def _lad_aid(problem: Any, **options: Any) -> SolveResult:
     )
     if res.x is not None:
         res.objective = problem.objective(res.x, res.extra.get("intercept", 0.0))
-        res.gap = relative_gap(res.objective, res.bound)
     return res
 
 
@@ -93,30 +91,29 @@ def _svm_aid(problem: Any, **options: Any) -> SolveResult:
         res.objective = problem.kernel_primal_objective(alpha, b)
         res.extra.update(alpha=alpha, form="dual")
         res.x = alpha
-    if "form" in res.extra and (kernel is None or problem.n <= VERIFY_MAX_N):
+    if "form" in res.extra and (kernel is None or problem.n <= KERNEL_ACCURACY_MAX_N):
         res.extra["train_accuracy"] = problem.train_accuracy(res)
-    res.gap = relative_gap(res.objective, res.bound)
     return res
 
 
 def _svm_dual_result(problem: Any, res: SolveResult) -> SolveResult:
-    """SMO returns alpha and the minimised dual 1/2 a'Qa - 1'a; report the primal P(alpha, b)
-    as ``objective`` and the dual value D = 1'a - 1/2 a'Qa as ``bound``."""
+    """SMO / block return alpha, the minimised dual 1/2 a'Qa - 1'a and their decision values f
+    on the training rows (from the gradient they hold). Report the primal
+    P = 1/2 a'Qa + sum_i C_i max(0, 1 - y_i f_i) (with 1/2 a'Qa = 1'a - D) as ``objective`` and
+    D = 1'a - 1/2 a'Qa as ``bound``: no kernel product is recomputed (``verify="independent"``
+    in :func:`optmodels.strategies.run_strategy` re-evaluates both from the arrays)."""
     alpha, b = res.x, float(res.extra["b"])
-    dual = -float(res.extra.get("dual_objective", res.objective))
-    if problem.n <= VERIFY_MAX_N:
-        res.objective = problem.kernel_primal_objective(alpha, b)
-        res.extra["objective_source"] = "toolkit"
-    else:  # 1/2 a'Qa = alpha.sum() - D, hinge losses from the strategy's decision values
-        f = res.extra["decision_train"]
-        hinge = problem.box @ np.maximum(0.0, 1.0 - problem.y * f)
-        res.objective = float(alpha.sum() - dual + hinge)
-        res.extra["objective_source"] = "strategy"
-    res.bound = dual
-    res.gap = relative_gap(res.objective, dual)
-    res.extra.update(alpha=alpha, form="dual", intercept=b)
-    if problem.n <= VERIFY_MAX_N:
-        res.extra["train_accuracy"] = problem.train_accuracy(res)
+    dual = -float(res.extra["dual_objective"])
+    f = res.extra["decision_train"]
+    hinge = problem.box @ np.maximum(0.0, 1.0 - problem.y * f)
+    res.objective, res.bound = float(alpha.sum() - dual + hinge), dual
+    res.extra.update(
+        alpha=alpha,
+        form="dual",
+        intercept=b,
+        objective_source="strategy",
+        train_accuracy=float(np.mean(np.where(f >= 0, 1.0, -1.0) == problem.y)),
+    )
     return res
 
 
@@ -142,21 +139,44 @@ adapter("svm", "block", block_svm, _SVM_FIXED, opt.BLOCK_SVM)(_svm_dual_runner(b
 
 # ---- KLR ----------------------------------------------------------------------------------------
 def _klr_result(problem: Any, res: SolveResult) -> SolveResult:
-    """Objective f(alpha), its lower bound -min_b P(w(alpha), b), sparsity and training
-    accuracy evaluated by the problem (as for ``full``); above VERIFY_MAX_N the strategy's own
-    f and bound (computed from its Q alpha) are kept."""
+    """Sparsity and training accuracy for the problem; the objective f(alpha) and its lower
+    bound are the strategy's own (computed from its Q alpha; ``verify="independent"``
+    re-evaluates them)."""
     res.extra.setdefault("intercept", res.extra.get("b"))
     if res.x is None:
         return res
     alpha = res.x if res.x.shape[0] == problem.n else res.x[problem.kept_]
-    res.extra.update(problem.sparsity(alpha))
-    if problem.n <= VERIFY_MAX_N:
+    res.extra.update(problem.sparsity(alpha), objective_source="strategy")
+    f = res.extra.get("decision_train")
+    if f is not None and len(f) == problem.n:
+        res.extra["train_accuracy"] = float(np.mean(np.where(f >= 0, 1.0, -1.0) == problem.y))
+    return res
+
+
+def reevaluate(problem: Any, res: SolveResult) -> SolveResult:
+    """Objective and bound recomputed by the problem from the returned arrays alone (O(n^2 p)
+    kernel products for the kernel problems): the independent check behind
+    ``verify="independent"``, used by the tests."""
+    if res.x is None:
+        return res
+    name = problem.NAME
+    if name == "svm" and res.extra.get("form") == "dual":
+        alpha, b = res.extra["alpha"], float(res.extra["b"])
+        res.objective = problem.kernel_primal_objective(alpha, b)
+        res.bound = problem.dual_objective(problem.feasible_alpha(alpha))
+        res.extra["train_accuracy"] = problem.train_accuracy(res)
+    elif name == "svm":
+        res.objective = problem.primal_objective(res.x, float(res.extra["b"]))
+    elif name == "klr":
+        alpha = res.x if res.x.shape[0] == problem.n else res.x[problem.kept_]
         res.objective = problem.objective(alpha)
         res.bound = problem.lower_bound(alpha)[0]
-        res.extra["objective_source"] = "toolkit"
         res.extra["train_accuracy"] = problem.train_accuracy(alpha, float(res.extra["b"]))
-    else:
-        res.extra["objective_source"] = "strategy"
+    elif name == "lad":
+        res.objective = problem.objective(res.x, res.extra.get("intercept", 0.0))
+    elif name == "ridge":
+        res.objective, res.bound = problem.objective(res.x), problem.lower_bound(res.x)
+    res.extra["objective_source"] = "toolkit"
     return res
 
 

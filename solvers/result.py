@@ -140,6 +140,7 @@ class SolveResult:
     strategy: str = "full"
     scale: float | None = None
     certificate_tol: float = CERTIFICATE_TOL
+    wall_time: float = 0.0
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
@@ -158,8 +159,9 @@ class SolveResult:
 
     @property
     def time(self) -> float:
-        """Build plus solve time in seconds."""
-        return self.build_time + self.solve_time
+        """Wall-clock seconds of the whole call (build, solve, verification) where it was
+        measured (``problem.solve``), else build plus solve time."""
+        return self.wall_time if self.wall_time > 0 else self.build_time + self.solve_time
 
     def require_optimal(self) -> SolveResult:
         """Return ``self`` if optimal, else raise the matching :class:`SolveError` subclass."""

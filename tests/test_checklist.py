@@ -293,10 +293,6 @@ def test_case07_svm_primal_predict_with_wrong_feature_count(k):
         svm.decision_function(svm.solve(), Xn)
 
 
-@pytest.mark.xfail(strict=True, reason="SVM (dual/kernel form) and KLR decision functions do "
-                   "not check the feature count: numpy's matmul error ('mismatch in its core "
-                   "dimension') comes out instead of 'X has k features, but ... is expecting "
-                   "d features as input'")
 @pytest.mark.parametrize("name", ["svm-rbf", "klr"])
 def test_case07_kernel_predict_with_wrong_feature_count(name):
     X, y = clf_data(n=30, p=3)

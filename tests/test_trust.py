@@ -226,3 +226,27 @@ def test_pyomo_route_is_verified_and_returns_x_and_duals():
     assert res.objective == pytest.approx(-1.8, rel=1e-9)
     assert res.extra["duals"]["c"] == pytest.approx(0.8, rel=1e-6)
     assert pyo.value(m.x[1]) == pytest.approx(0.8, abs=1e-7)
+
+
+# ---- prediction ------------------------------------------------------------------------------
+def test_prediction_from_a_result_without_solution_is_refused():
+    X, y = make_classification(n=40, p=2, seed=0)[:2]
+    svm = SVM(X, y, kernel="rbf")
+    empty = SolveResult(T.NUMERICAL_ERROR, SolutionStatus.NO_SOLUTION)
+    with pytest.raises(ValueError, match="no solution"):
+        svm.decision_function(empty, X)
+
+
+def test_precomputed_kernel_prediction_with_zero_alphas():
+    X, y = make_classification(n=60, p=2, seed=0)[:2]
+    K = X @ X.T
+    pre = SVM(K, y, kernel="precomputed", C=1.0)
+    lin = SVM(X, y, kernel="linear", C=1.0)
+    res_pre, res_lin = pre.solve("smo"), lin.solve("smo")
+    assert (res_pre.extra["alpha"] == 0).any()
+    Xn = X[:7] + 0.1
+    np.testing.assert_allclose(
+        pre.decision_function(res_pre, Xn @ X.T), lin.decision_function(res_lin, Xn), atol=1e-6
+    )
+    with pytest.raises(ValueError, match="one column per training row"):
+        pre.decision_function(res_pre, Xn)

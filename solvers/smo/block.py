@@ -326,6 +326,8 @@ def block_svm(
                                                               m_up, m_low),
                "n_sv": int(np.count_nonzero(st.alpha)), "max_violation": m_up - m_low,
                "dual_objective": cert.objective, "classes": classes, "y": y_pm,
+               # (Q alpha)_i = grad_i + 1, so f_i = y_i (grad_i + 1) + b from what the loop holds
+               "decision_train": y_pm * (st.grad + 1.0) + cert.b,
                "stopping_rule": stopping_rule(m_up - m_low, tol_met, tol, rounds, cert)},
     )
 
