@@ -68,6 +68,14 @@ def class_weight_vector(class_weight: Any, y: np.ndarray) -> np.ndarray:
     raise DataError(f"class_weight must be {CLASS_WEIGHT_FORMS}; got {class_weight!r}.")
 
 
+def check_n_features(X: np.ndarray, expected: int, owner: str) -> None:
+    """Refuse new rows whose width differs from the training data's (scikit-learn's message)."""
+    if X.shape[1] != expected:
+        raise DataError(
+            f"X has {X.shape[1]} features, but {owner} is expecting {expected} features as input."
+        )
+
+
 class SVM(Problem):
     """Weighted soft-margin SVM (see the module docstring).
 
@@ -275,19 +283,26 @@ class SVM(Problem):
         return self.certify(res, tol=tol, failure=TerminationCondition.NUMERICAL_ERROR)
 
     def decision_function(self, result: SolveResult, X_new: Any) -> np.ndarray:
-        """f(x) for new rows from a result of this problem (primal or dual form)."""
+        """f(x) for new rows from a result of this problem (primal or dual form); with
+        ``kernel="precomputed"`` X_new holds k(x_new, x_i) for the n training rows."""
         Xn = check_array(X_new, "X_new")
+        if result.x is None or "b" not in result.extra or result.extra["b"] is None:
+            raise DataError(
+                f"The result has no solution (termination {result.termination.value}); "
+                "solve the problem first and use a result with a solution."
+            )
         b = float(result.extra["b"])
         if result.extra.get("form") == "primal":
-            if Xn.shape[1] != self.p:
-                raise DataError(
-                    f"X has {Xn.shape[1]} features, but SVM is expecting {self.p} "
-                    "features as input."
-                )
+            check_n_features(Xn, self.p, "SVM")
             return Xn @ result.x + b
         alpha = result.extra["alpha"]
         sv = alpha > 0
-        return self.kernel_(Xn, self._X[sv]) @ (alpha[sv] * self.y[sv]) + b
+        coef = alpha[sv] * self.y[sv]
+        if self.kernel == "precomputed":
+            check_n_features(Xn, self.n, "SVM (precomputed kernel: one column per training row)")
+            return Xn[:, sv] @ coef + b
+        check_n_features(Xn, self.p, "SVM")
+        return self.kernel_(Xn, self._X[sv]) @ coef + b
 
     def train_accuracy(self, result: SolveResult) -> float:
         """Share of training rows on the right side of the decision function."""
