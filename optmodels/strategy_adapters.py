@@ -50,13 +50,17 @@ def adapter(
 
 
 # ---- LAD ----------------------------------------------------------------------------------------
-@adapter("lad", "aid", aid_lad, {"X", "y", "sample_weight", "fit_intercept"}, opt.AID_LAD)
+_LAD_FIXED = {"X", "y", "sample_weight", "fit_intercept", "quantile"}
+
+
+@adapter("lad", "aid", aid_lad, _LAD_FIXED, opt.AID_LAD)
 def _lad_aid(problem: Any, **options: Any) -> SolveResult:
     res = aid_lad(
         problem.X,
         problem.y,
         sample_weight=problem.sample_weight,
         fit_intercept=problem.fit_intercept,
+        quantile=problem.quantile,
         **options,
     )
     if res.x is not None:

@@ -1,36 +1,49 @@
-"""AID for weighted LAD regression: aggregate, solve, disaggregate, with a proof of optimality.
+"""AID for weighted LAD and quantile regression: aggregate, solve, disaggregate, with a proof of
+optimality.
 
 Problem (formulations.md section 1; paper "An Aggregate and Iterative Disaggregate Algorithm
-with Proven Optimality in Machine Learning", problem (2)):
+with Proven Optimality in Machine Learning", problem (2), for the quantile tau in (0, 1)):
 
-    min_{beta, b}  E(beta, b) = sum_i s_i |y_i - x_i' beta - b|
+    min_{beta, b}  E(beta, b) = sum_i s_i rho(y_i - x_i' beta - b),
+    rho(r) = 2 tau r^+ + 2 (1 - tau) r^-  =  max_{lo <= u <= hi} u r,
+    [lo, hi] = [-2 (1 - tau), 2 tau],
+
+twice the check (pinball) loss, so that tau = 1/2 is LAD, rho(r) = |r|.
+
+Why aggregation works for every tau. rho is convex and positively homogeneous, hence
+subadditive: for a cluster C_k, sum_{i in C_k} s_i rho(r_i) >= rho(sum_{i in C_k} s_i r_i) =
+W_k rho(ybar_k - xbar_k' beta - b), so the aggregated problem is a lower bound on the full one.
+rho is linear on each half-line, so on a sign-pure cluster (all r_i >= 0 or all <= 0) the
+inequality is an equality: aggregating a sign-pure cluster is exact, and the purity certificate
+below holds unchanged.
 
 Iteration t on clusters C^t with sums W_k, SX_k, SY_k (paper: x^t_k, y^t_k; |C^t_k| -> W_k):
 
 * the aggregated LP (:mod:`solvers.aid.lad_lp`) in dual form,
-  ``max SY'v  s.t.  sum_k SX~_k v_k = 0,  -1 <= v_k <= 1`` (``SX~_k = (SX_k, W_k)`` with an
-  intercept), gives the next (beta, b) as its row duals and a point v;
+  ``max SY'v  s.t.  sum_k SX~_k v_k = 0,  lo <= v_k <= hi`` (``SX~_k = (SX_k, W_k)`` with an
+  intercept; [lo, hi] = [-1, 1] for LAD), gives the next (beta, b) as its row duals and a
+  point v;
 * E^t = E(beta, b), an upper bound on the optimum; E_best = min_t E^t;
 * F^t = SY'v, corrected for round-off (below), a *lower* bound on the optimum; F = max_t F^t.
 * A cluster with residuals of both signs splits into {r > 0} and {r <= 0}.
 
 Why F^t is a lower bound (weak duality, no optimality of v needed). Put u_i = v_k for i in C_k.
-For any (beta, b), with r_i its residuals and |u_i| <= 1,
+For any (beta, b), with r_i its residuals and lo <= u_i <= hi,
 
-    E(beta, b) = sum_i s_i |r_i| >= sum_i s_i r_i u_i = SY'v - (beta, b)' rho,
-    rho = sum_k SX~_k v_k,
+    E(beta, b) = sum_i s_i rho(r_i) >= sum_i s_i r_i u_i = SY'v - (beta, b)' g,
+    g = sum_k SX~_k v_k,
 
-and rho = 0 for a feasible v. A solver returns v with a tiny residual rho; with z any solution
-of ``sum_k SX~_k z_k = rho`` (least norm, :func:`dual_bound`) and zeta = max_k |z_k|,
-|(beta, b)' rho| = |sum_i s_i z_k(i) (x_i' beta + b)| <= zeta sum_i s_i (|y_i| + |r_i|), so
+and g = 0 for a feasible v. A solver returns v with a tiny residual g; with z any solution
+of ``sum_k SX~_k z_k = g`` (least norm, :func:`dual_bound`) and zeta = max_k |z_k|,
+|(beta, b)' g| = |sum_i s_i z_k(i) (x_i' beta + b)| <= zeta sum_i s_i (|y_i| + |r_i|), and
+|r| <= rho(r) / m with m = min(-lo, hi) = 2 min(tau, 1 - tau), so
 
-    E(beta, b) >= (SY'v - zeta sum_i s_i |y_i|) / (1 + zeta)     for every (beta, b).
+    E(beta, b) >= (SY'v - zeta sum_i s_i |y_i|) / (1 + zeta / m)     for every (beta, b).
 
-Equivalently the aggregated optimum is a lower bound because sum_{i in C_k} s_i |r_i| >=
-|sum_{i in C_k} s_i r_i| = W_k |ybar_k - xbar_k' beta - b| (triangle inequality), and F^t is a
+Equivalently the aggregated optimum is a lower bound (subadditivity above) and F^t is a
 feasible dual value of the aggregated LP.
 
-When no cluster is mixed, E(beta, b) = sum_k W_k |ybar_k - xbar_k'beta - b| (each cluster's
+When no cluster is mixed, E(beta, b) = sum_k W_k rho(ybar_k - xbar_k'beta - b) (each cluster's
 residuals share a sign), the aggregated primal value, which equals the dual value at an exact
 solution: (beta, b) is optimal in exact arithmetic. The result is CERTIFIED (solution OPTIMAL)
 only if, in addition, ``(E_best - F) / scale <= CERTIFICATE_TOL`` where ``scale`` is the natural
@@ -43,6 +56,7 @@ Data far from unit scale is equilibrated by powers of two first (:mod:`solvers.a
 
 from __future__ import annotations
 
+import numbers
 import time
 from collections.abc import Callable
 from typing import Any
@@ -53,7 +67,7 @@ import numpy as np
 from solvers.aid.aggregation import Aggregate, aggregate, mixed_clusters, split_mixed
 from solvers.aid.certificate import pure_verdict, subproblem_failure
 from solvers.aid.clustering import LAD_METHODS, lad_clusters
-from solvers.aid.lad_lp import AggregatedLadLP, SiftedLadLP, lad_dual_lp, new_highs
+from solvers.aid.lad_lp import AggregatedLadLP, SiftedLadLP, lad_dual_lp, new_highs, quantile_box
 from solvers.aid.scaling import LadScaling, worst_scaled
 from solvers.aid.validation import (
     check_choice,
@@ -65,6 +79,7 @@ from solvers.aid.validation import (
     check_vector,
     check_weights,
 )
+from solvers.errors import DataError
 from solvers.result import (
     SolutionStatus,
     SolveResult,
@@ -82,6 +97,7 @@ def aid_lad(
     *,
     sample_weight: np.ndarray | None = None,
     fit_intercept: bool = True,
+    quantile: float = 0.5,
     n_clusters: int | float = DEFAULT_LAD_CLUSTERS,
     init: str | np.ndarray = "band",
     gap_tol: float = 0.0,
@@ -95,7 +111,7 @@ def aid_lad(
     verbose: bool = False,
     seed: int = 0,
 ) -> SolveResult:
-    """Solve weighted LAD regression exactly by AID.
+    """Solve weighted LAD (``quantile=0.5``) or quantile regression exactly by AID.
 
     Parameters
     ----------
@@ -107,6 +123,9 @@ def aid_lad(
         s_i >= 0 (default 1); rows of weight 0 are dropped (their label is -1).
     fit_intercept : bool
         Add the intercept b (a column of ones).
+    quantile : float
+        tau in (0, 1): the objective is E = sum_i s_i (2 tau r_i^+ + 2 (1 - tau) r_i^-), twice
+        the check loss (0.5: LAD, E = sum_i s_i |r_i|).
     n_clusters : int or float
         |K^0|, the initial number of clusters (a float in (0, 1] is a fraction of n).
     init : {"band", "quantile", "kmeans"} or (n,) int array
@@ -169,6 +188,7 @@ def aid_lad(
     time_limit = check_positive(time_limit, "time_limit", allow_none=True)
     zero_tol = check_nonnegative(zero_tol, "zero_tol")
     split = check_choice(split, "split", SPLIT_RULES)
+    quantile = check_quantile(quantile)
     if not isinstance(fit_intercept, (bool, np.bool_)):
         raise ValueError(f"'fit_intercept' must be True or False; got {fit_intercept!r}.")
 
@@ -176,43 +196,77 @@ def aid_lad(
     if np.any(s == 0):
         keep = np.flatnonzero(s > 0)
         X, y, s = X[keep], y[keep], s[keep]
-    natural = lad_natural_scale(y, s, fit_intercept)
+    natural = lad_natural_scale(y, s, fit_intercept, quantile)
     sc = LadScaling.of(X, y, s, natural)
     X, y, s = sc.apply(X, y, s)
     if isinstance(init, str):
-        labels0 = lad_clusters(X, y, s, K0, method=init, fit_intercept=fit_intercept, seed=seed)
+        labels0 = lad_clusters(X, y, s, K0, method=init, fit_intercept=fit_intercept, seed=seed,
+                               quantile=quantile)
     else:
         labels0 = init if keep is None else init[keep]
     agg = aggregate(X, y, s, labels0)
     tol = zero_tol * (1.0 + float(np.max(np.abs(y))))
     scale = natural if natural > 0 else 1.0
     state = _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, tol,
-                 callback, verbose, t0, split == "refine", sift, sc, scale)
+                 callback, verbose, t0, split == "refine", sift, sc, scale, quantile)
     return _result(state, agg, keep, n, fit_intercept, t0, sc, scale)
 
 
-def lad_natural_scale(y: np.ndarray, s: np.ndarray, fit_intercept: bool) -> float:
-    """E of the best constant fit: sum_i s_i |y_i - m| with m a weighted median of y (with an
-    intercept), or sum_i s_i |y_i| (without). Every fit worth having beats it, it scales with
-    y and s, and gaps are measured against it; 0 when a constant fits y exactly."""
-    if not fit_intercept:
-        return float(s @ np.abs(y))
-    if s.min() == s.max():  # equal weights: the median, by selection in O(n)
-        return float(s @ np.abs(y - np.median(y)))
+def check_quantile(quantile: object) -> float:
+    """tau, a finite real strictly between 0 and 1."""
+    if isinstance(quantile, (bool, np.bool_)) or not isinstance(quantile, numbers.Real) or not (
+        0.0 < float(quantile) < 1.0
+    ):
+        raise DataError(
+            f"'quantile' must be a float strictly between 0 and 1 (0.5: LAD, the median); got "
+            f"{quantile!r}. Pass e.g. quantile=0.9 for the 90th percentile."
+        )
+    return float(quantile)
+
+
+def check_loss(r: np.ndarray, s: np.ndarray, quantile: float = 0.5) -> float:
+    """sum_i s_i rho(r_i), rho(r) = 2 tau r^+ + 2 (1 - tau) r^- (sum_i s_i |r_i| at tau = 1/2)."""
+    if quantile == 0.5:
+        return float(s @ np.abs(r))
+    return float(s @ np.where(r > 0, 2.0 * quantile * r, 2.0 * (quantile - 1.0) * r))
+
+
+def weighted_quantile(y: np.ndarray, s: np.ndarray, quantile: float = 0.5) -> float:
+    """The smallest y_k with sum_{y_i <= y_k} s_i >= tau sum_i s_i: a minimiser of
+    sum_i s_i rho(y_i - m) (the weighted median at tau = 1/2)."""
+    if s.min() == s.max() and quantile == 0.5:  # equal weights: the median, in O(n)
+        return float(np.median(y))
     order = np.argsort(y, kind="stable")
     cum = np.cumsum(s[order])
-    m = y[order][min(int(np.searchsorted(cum, 0.5 * cum[-1])), y.shape[0] - 1)]
-    return float(s @ np.abs(y - m))
+    return float(y[order][min(int(np.searchsorted(cum, quantile * cum[-1])), y.shape[0] - 1)])
 
 
-def dual_bound(SXa: np.ndarray, SY: np.ndarray, v: np.ndarray, abs_y: float) -> float:
-    """The lower bound (SY'v - zeta abs_y) / (1 + zeta) of the module docstring.
+def lad_natural_scale(
+    y: np.ndarray, s: np.ndarray, fit_intercept: bool, quantile: float = 0.5
+) -> float:
+    """E of the best constant fit: sum_i s_i rho(y_i - m) with m a weighted tau-quantile of y
+    (with an intercept), or sum_i s_i rho(y_i) (without). Every fit worth having beats it, it
+    scales with y and s, and gaps are measured against it; 0 when a constant fits y exactly."""
+    m = weighted_quantile(y, s, quantile) if fit_intercept else 0.0
+    return check_loss(y - m, s, quantile)
 
-    ``v`` is clipped to [-1, 1]; ``z = SXa g`` with ``(SXa'SXa) g = rho = SXa' v`` (the least
-    norm solution of ``SXa' z = rho``, by the q x q normal equations, plus one refinement step)
-    and ``zeta = max |z|``; ``abs_y = sum_i s_i |y_i|``. Valid for any v.
+
+def dual_bound(
+    SXa: np.ndarray,
+    SY: np.ndarray,
+    v: np.ndarray,
+    abs_y: float,
+    box: tuple[float, float] = (-1.0, 1.0),
+) -> float:
+    """The lower bound (SY'v - zeta abs_y) / (1 + zeta / m) of the module docstring.
+
+    ``v`` is clipped to ``box = (lo, hi)``, m = min(-lo, hi); ``z = SXa g`` with
+    ``(SXa'SXa) g = rho = SXa' v`` (the least norm solution of ``SXa' z = rho``, by the q x q
+    normal equations, plus one refinement step) and ``zeta = max |z|``;
+    ``abs_y = sum_i s_i |y_i|``. Valid for any v.
     """
-    v = np.clip(v, -1.0, 1.0)
+    lo, hi = box
+    v = np.clip(v, lo, hi)
     rho = SXa.T @ v
     zeta = 0.0
     if SXa.shape[1] and np.any(rho):
@@ -220,7 +274,7 @@ def dual_bound(SXa: np.ndarray, SY: np.ndarray, v: np.ndarray, abs_y: float) -> 
         z = SXa @ np.linalg.lstsq(G, rho, rcond=None)[0]
         z += SXa @ np.linalg.lstsq(G, rho - SXa.T @ z, rcond=None)[0]
         zeta = float(np.max(np.abs(z)))
-    return (float(SY @ v) - zeta * abs_y) / (1.0 + zeta)
+    return (float(SY @ v) - zeta * abs_y) / (1.0 + zeta / min(-lo, hi))
 
 
 def build_aggregated_lad(
@@ -230,6 +284,7 @@ def build_aggregated_lad(
     *,
     sample_weight: np.ndarray | None = None,
     fit_intercept: bool = True,
+    quantile: float = 0.5,
 ) -> highspy.Highs:
     """The aggregated LAD LP (dual form) of a clustering as a HiGHS model, ready to run or write.
 
@@ -246,7 +301,8 @@ def build_aggregated_lad(
     rows = np.flatnonzero(labels >= 0)
     agg = aggregate(X[rows], y[rows], s[rows], labels[rows])
     h = new_highs()
-    h.passModel(lad_dual_lp(_with_intercept(agg, fit_intercept), agg.SY))
+    box = quantile_box(check_quantile(quantile))
+    h.passModel(lad_dual_lp(_with_intercept(agg, fit_intercept), agg.SY, box))
     return h
 
 
@@ -265,12 +321,13 @@ def _with_intercept(agg: Aggregate, fit_intercept: bool) -> np.ndarray:
 
 
 def _fix_settled(lp: SiftedLadLP, mixed: np.ndarray, v: np.ndarray, coef: np.ndarray) -> None:
-    """Fix the pure clusters sitting at a bound (|v_k| = 1) with a strict reduced cost.
+    """Fix the pure clusters sitting at a bound (v_k = lo or hi) with a strict reduced cost.
 
     They are the rows far from the hyperplane; the next LP prices only the rest (sifting).
     """
     K = mixed.shape[0]
-    cand = np.flatnonzero(~mixed & ~lp.fixed[:K] & (np.abs(v[:K]) == 1.0))
+    lo, hi = lp.box
+    cand = np.flatnonzero(~mixed & ~lp.fixed[:K] & ((v[:K] == lo) | (v[:K] == hi)))
     if lp.status is not None:
         cand = cand[lp.status[cand] != 1]
     if cand.shape[0] == 0:
@@ -282,14 +339,13 @@ def _fix_settled(lp: SiftedLadLP, mixed: np.ndarray, v: np.ndarray, coef: np.nda
 
 
 def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, tol,
-         callback, verbose, t0, refine, sift, sc, scale) -> dict[str, Any]:
+         callback, verbose, t0, refine, sift, sc, scale, quantile) -> dict[str, Any]:
     """The AID loop on the scaled arrays; st["E_best"], st["F"] in scaled units."""
     p = X.shape[1]
     unit, scale_s, abs_y = sc.unit, scale * sc.unit, float(s @ np.abs(y))
-    if warm_start and sift:
-        lp = SiftedLadLP(_with_intercept(agg, fit_intercept), agg.SY)
-    else:
-        lp = AggregatedLadLP(_with_intercept(agg, fit_intercept), agg.SY)
+    box = quantile_box(quantile)
+    kind = SiftedLadLP if warm_start and sift else AggregatedLadLP
+    lp = kind(_with_intercept(agg, fit_intercept), agg.SY, box=box)
     st: dict[str, Any] = dict(history=[], E_best=np.inf, F=-np.inf, best=None, lp_time=0.0,
                               termination=TerminationCondition.ITERATION_LIMIT, raw="")
     for it in range(1, max_iter + 1):
@@ -309,12 +365,12 @@ def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start,
                 st["raw"] += "; " + _diagnosis(X, y, s)
             break
         if callback is not None:
-            callback(it, _original_model(agg, fit_intercept, sc), agg.labels)
+            callback(it, _original_model(agg, fit_intercept, sc, box), agg.labels)
         SXa, coef = _with_intercept(agg, fit_intercept), out.coef
-        F = dual_bound(SXa, agg.SY, out.v, abs_y)
+        F = dual_bound(SXa, agg.SY, out.v, abs_y, box)
         beta, b = coef[:p], (coef[p] if fit_intercept else 0.0)
         r = y - X @ beta - b if p else y - b
-        E = float(s @ np.abs(r))
+        E = check_loss(r, s, quantile)
         st["F"] = max(st["F"], F)  # every F^t is a valid bound, so is their maximum
         if E < st["E_best"]:
             st["E_best"], st["best"] = E, (beta.copy(), b)
@@ -359,11 +415,13 @@ def _diagnosis(X: np.ndarray, y: np.ndarray, s: np.ndarray) -> str:
             "try warm_start=False or the full solve")
 
 
-def _original_model(agg: Aggregate, fit_intercept: bool, sc: LadScaling) -> highspy.Highs:
+def _original_model(
+    agg: Aggregate, fit_intercept: bool, sc: LadScaling, box: tuple[float, float]
+) -> highspy.Highs:
     """A fresh HiGHS model of the aggregated LP in the units of the data (exact unscaling)."""
     SXa = np.column_stack([agg.SX / sc.col, agg.W]) if fit_intercept else agg.SX / sc.col
     model = new_highs()
-    model.passModel(lad_dual_lp(SXa / sc.w, agg.SY / sc.unit))
+    model.passModel(lad_dual_lp(SXa / sc.w, agg.SY / sc.unit, box))
     return model
 
 

@@ -1,12 +1,16 @@
 """The aggregated LAD problem as a HiGHS LP in dual form, built from arrays and kept between
 AID iterations.
 
-Aggregated weighted LAD (formulations.md section 1) with cluster sums W_k, SX_k, SY_k:
+Aggregated weighted LAD / quantile regression (formulations.md section 1) with cluster sums
+W_k, SX_k, SY_k and the doubled check loss rho(r) = 2 tau r^+ + 2 (1 - tau) r^- (|r| at
+tau = 1/2):
 
-    F = min_beta sum_k W_k |ybar_k - xbar_k' beta|
-      = max_v  sum_k SY_k v_k   s.t.  sum_k SX_k v_k = 0,  -1 <= v_k <= 1        (LP dual)
+    F = min_beta sum_k W_k rho(ybar_k - xbar_k' beta)
+      = max_v  sum_k SY_k v_k   s.t.  sum_k SX_k v_k = 0,  lo <= v_k <= hi        (LP dual)
 
-(v_k = u_k / W_k, so the columns are the cluster sums and every bound is [-1, 1]).  The
+with the box ``[lo, hi] = [-2 (1 - tau), 2 tau]`` (:func:`quantile_box`; [-1, 1] for LAD), since
+rho(r) = max_{lo <= v <= hi} v r.  (v_k = u_k / W_k, so the columns are the cluster sums and
+every column has the same bounds.)  The
 intercept, when fitted, is one more row whose coefficients are W_k.  beta is the vector of row
 duals: HiGHS reports, for this maximisation, row duals with ``beta = +row_dual`` (checked in
 ``tests/test_aid_lad.py::test_dual_sign_convention``).
@@ -52,18 +56,27 @@ def new_highs(*, threads: int | None = None) -> highspy.Highs:
     return h
 
 
-def lad_dual_lp(SXa: np.ndarray, SY: np.ndarray) -> highspy.HighsLp:
-    """The LP ``max SY'v s.t. SXa'v = 0, -1 <= v <= 1`` as a column-wise HighsLp.
+def quantile_box(quantile: float = 0.5) -> tuple[float, float]:
+    """The bounds ``(lo, hi) = (-2 (1 - tau), 2 tau)`` of every dual variable for the quantile
+    tau (the doubled check loss is rho(r) = max_{lo <= v <= hi} v r; (-1, 1) at tau = 1/2)."""
+    return -2.0 * (1.0 - quantile), 2.0 * quantile
 
-    ``SXa`` is (K, q): one column per cluster, one equality row per coefficient of beta.
+
+def lad_dual_lp(
+    SXa: np.ndarray, SY: np.ndarray, box: tuple[float, float] = (-1.0, 1.0)
+) -> highspy.HighsLp:
+    """The LP ``max SY'v s.t. SXa'v = 0, lo <= v <= hi`` as a column-wise HighsLp.
+
+    ``SXa`` is (K, q): one column per cluster, one equality row per coefficient of beta;
+    ``box = (lo, hi)`` (:func:`quantile_box`).
     """
     K, q = SXa.shape
     lp = highspy.HighsLp()
     lp.num_col_ = K
     lp.num_row_ = q
     lp.col_cost_ = np.ascontiguousarray(SY, dtype=np.float64)
-    lp.col_lower_ = -np.ones(K)
-    lp.col_upper_ = np.ones(K)
+    lp.col_lower_ = np.full(K, box[0])
+    lp.col_upper_ = np.full(K, box[1])
     lp.row_lower_ = np.zeros(q)
     lp.row_upper_ = np.zeros(q)
     lp.sense_ = highspy.ObjSense.kMaximize
@@ -77,13 +90,30 @@ def lad_dual_lp(SXa: np.ndarray, SY: np.ndarray) -> highspy.HighsLp:
     return lp
 
 
-class AggregatedLadLP:
-    """The aggregated LP of one AID run; ``col[k]`` is the HiGHS column of cluster k."""
+class _BoxedLP:
+    """A quiet HiGHS model running ``solver``, for the aggregated LP with column bounds ``box``
+    (:func:`quantile_box`)."""
 
-    def __init__(self, SXa: np.ndarray, SY: np.ndarray, *, solver: str = "simplex") -> None:
+    def __init__(
+        self,
+        SXa: np.ndarray,
+        SY: np.ndarray,
+        *,
+        solver: str = "simplex",
+        box: tuple[float, float] = (-1.0, 1.0),
+    ) -> None:
+        self.box = box
         self.highs = new_highs()
         self.highs.setOptionValue("solver", solver)
-        self.highs.passModel(lad_dual_lp(SXa, SY))
+
+
+class AggregatedLadLP(_BoxedLP):
+    """The aggregated LP of one AID run; ``col[k]`` is the HiGHS column of cluster k; ``box`` the
+    bounds of every column (:func:`quantile_box`)."""
+
+    def __init__(self, SXa: np.ndarray, SY: np.ndarray, **kwargs: object) -> None:
+        super().__init__(SXa, SY, **kwargs)
+        self.highs.passModel(lad_dual_lp(SXa, SY, self.box))
         self.col = np.arange(SXa.shape[0], dtype=np.int64)
         self.q = SXa.shape[1]
 
@@ -127,8 +157,8 @@ class AggregatedLadLP:
         h.addCols(
             K_add,
             np.ascontiguousarray(SY[ids]),
-            -np.ones(K_add),
-            np.ones(K_add),
+            np.full(K_add, self.box[0]),
+            np.full(K_add, self.box[1]),
             K_add * q,
             np.arange(0, K_add * q, q, dtype=np.int32),
             np.tile(np.arange(q, dtype=np.int32), K_add),
@@ -152,7 +182,7 @@ class AggregatedLadLP:
     def rebuild(self, SXa: np.ndarray, SY: np.ndarray) -> None:
         """Pass a fresh model (no warm start)."""
         self.highs.clearModel()
-        self.highs.passModel(lad_dual_lp(SXa, SY))
+        self.highs.passModel(lad_dual_lp(SXa, SY, self.box))
         self.col = np.arange(SXa.shape[0], dtype=np.int64)
 
 
@@ -184,21 +214,20 @@ _STATUS_CODE = {_KLOWER: 0, _KBASIC: 1, _KUPPER: 2}
 _CODE_STATUS = [_KLOWER, _KBASIC, _KUPPER]
 
 
-class SiftedLadLP:
+class SiftedLadLP(_BoxedLP):
     """The aggregated LP restricted to its *free* clusters (sifting), rebuilt from arrays.
 
-    Clusters fixed at a bound sigma_k = +-1 (:meth:`fix`) leave the LP: their columns move to
-    the right-hand side (sum_free SX_k v_k = -sum_fixed sigma_k SX_k) and the objective offset
-    (sum_fixed sigma_k SY_k).  Each run starts from the last basis (kept per cluster); after a
-    run every fixed cluster with a reduced cost d_k = SY_k - SX_k'beta of the wrong sign
-    (d_k sigma_k < 0) is freed at its other, dual feasible, bound and the LP re-run, so the
-    answer is optimal for the whole aggregated LP.  The simplex then prices only the clusters
-    near the hyperplane, a few thousand of the tens of thousands.
+    Clusters fixed at a bound sigma_k (lo or hi of ``box``, :meth:`fix`) leave the LP: their
+    columns move to the right-hand side (sum_free SX_k v_k = -sum_fixed sigma_k SX_k) and the
+    objective offset (sum_fixed sigma_k SY_k).  Each run starts from the last basis (kept per
+    cluster); after a run every fixed cluster with a reduced cost d_k = SY_k - SX_k'beta of the
+    wrong sign (d_k sigma_k < 0) is freed at its other, dual feasible, bound and the LP re-run,
+    so the answer is optimal for the whole aggregated LP.  The simplex then prices only the
+    clusters near the hyperplane, a few thousand of the tens of thousands.
     """
 
-    def __init__(self, SXa: np.ndarray, SY: np.ndarray, *, solver: str = "simplex") -> None:
-        self.highs = new_highs()
-        self.highs.setOptionValue("solver", solver)
+    def __init__(self, SXa: np.ndarray, SY: np.ndarray, **kwargs: object) -> None:
+        super().__init__(SXa, SY, **kwargs)
         self.SXa, self.SY = SXa, SY
         K = SXa.shape[0]
         self.fixed = np.zeros(K, dtype=bool)
@@ -221,7 +250,7 @@ class SiftedLadLP:
         while True:
             free = np.flatnonzero(~self.fixed)
             fx = np.flatnonzero(self.fixed)
-            lp = lad_dual_lp(self.SXa[free], self.SY[free])
+            lp = lad_dual_lp(self.SXa[free], self.SY[free], self.box)
             rhs = -(self.sigma[fx] @ self.SXa[fx]) if fx.shape[0] else np.zeros(self.SXa.shape[1])
             lp.row_lower_ = rhs
             lp.row_upper_ = rhs
@@ -276,7 +305,7 @@ class SiftedLadLP:
         return True
 
     def fix(self, ids: np.ndarray, sigma: np.ndarray) -> None:
-        """Fix clusters ``ids`` (nonbasic at bound ``sigma`` = +-1) out of the LP."""
+        """Fix clusters ``ids`` (nonbasic at bound ``sigma``, lo < 0 or hi > 0) out of the LP."""
         self.fixed[ids] = True
         self.sigma[ids] = sigma
         if self.status is not None:
