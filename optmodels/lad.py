@@ -1,12 +1,19 @@
-"""Least absolute deviation (LAD) regression, sample-weighted: an LP.
+"""Least absolute deviation (LAD) and quantile regression, sample-weighted: an LP.
 
-    min_{beta, beta0}  sum_i s_i |y_i - x_i' beta - beta0|           (formulations.md s.1)
+    min_{beta, beta0}  E = sum_i s_i rho(y_i - x_i' beta - beta0)      (formulations.md s.1)
+    rho(u) = 2 tau u^+ + 2 (1 - tau) u^-     (tau = ``quantile`` in (0, 1), default 0.5)
+
+rho is *twice* the check (pinball) loss tau u^+ + (1 - tau) u^-, so that at tau = 0.5 the
+objective is exactly LAD's sum_i s_i |u_i|; for any tau the minimisers are those of the check
+loss (statsmodels' QuantReg, scikit-learn's QuantileRegressor with alpha = 0), and E is twice
+their objective (scikit-learn's also divides by sum_i s_i).
 
 Primal LP (the declared model; readable as Pyomo):
-    min  sum_i s_i (e+_i + e-_i)
+    min  sum_i s_i (2 tau e+_i + 2 (1 - tau) e-_i)
     s.t. residual[i]:  x_i' beta + beta0 + e+_i - e-_i = y_i,   e+, e- >= 0,  beta, beta0 free.
 Dual LP (what the full solve uses: p equality rows and n boxed columns, ~8x faster in HiGHS):
-    max  y'u   s.t.  X'u = 0 (and 1'u = 0 with an intercept),   -s_i <= u_i <= s_i.
+    max  y'u   s.t.  X'u = 0 (and 1'u = 0 with an intercept),
+                     -2 (1 - tau) s_i <= u_i <= 2 tau s_i       (-s_i <= u_i <= s_i for LAD).
 At the optimum beta = -(row multipliers of X'u = 0) in :mod:`solvers.qp`'s convention, and
 E(beta) = y'u is the certificate: the gap E(beta) - y'u is reported as ``gap``.
 
@@ -22,6 +29,7 @@ import scipy.sparse as sp
 
 from optmodels.problem import Problem
 from optmodels.validation import Param, check_array, check_sample_weight, check_target
+from solvers.aid.lad import check_loss, lad_natural_scale
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolutionStatus, SolveResult, TerminationCondition
 
@@ -37,11 +45,17 @@ class LAD(Problem):
     y : (n,) array.
     sample_weight : (n,) non-negative weights s_i (default ones); zero weight = row removed.
     fit_intercept : add the free intercept beta0.
+    quantile : tau in (0, 1), the quantile fitted (0.5: LAD, the median); see the module
+        docstring for the objective, twice the check loss.
     """
 
     NAME: ClassVar[str] = "lad"
     PARAMS: ClassVar[dict[str, Param]] = {
         "fit_intercept": Param("bool", True, "add a free intercept beta0"),
+        "quantile": Param(
+            "float", 0.5, "tau, the quantile fitted (0.5: LAD); E = sum s (2tau u+ + 2(1-tau) u-)",
+            low=0.0, high=1.0, closed="neither",
+        ),
     }
 
     def __init__(self, X: Any, y: Any, *, sample_weight: Any = None, **params: Any) -> None:
@@ -58,19 +72,21 @@ class LAD(Problem):
         return self._X
 
     def objective(self, coef: np.ndarray, intercept: float = 0.0) -> float:
-        """E(beta) = sum_i s_i |y_i - x_i'beta - beta0|."""
-        return float(self.sample_weight @ np.abs(self.y - self._X @ coef - intercept))
+        """E(beta) = sum_i s_i rho(y_i - x_i'beta - beta0) (sum_i s_i |.| at tau = 0.5)."""
+        return check_loss(self.y - self._X @ coef - intercept, self.sample_weight, self.quantile)
 
     def natural_scale(self) -> float:
-        """E of the best constant fit: sum_i s_i |y_i - m| with m the weighted median of y (with
-        an intercept), or E(0) = sum_i s_i |y_i| (without); 1 when that is 0 (y fitted exactly
-        by a constant, where every gap is measured in absolute terms)."""
-        if self.fit_intercept:
-            m = weighted_median(self.y, self.sample_weight)
-            scale = float(self.sample_weight @ np.abs(self.y - m))
-        else:
-            scale = float(self.sample_weight @ np.abs(self.y))
+        """E of the best constant fit: sum_i s_i rho(y_i - m) with m the weighted tau-quantile
+        of y (with an intercept), or E(0) = sum_i s_i rho(y_i) (without); 1 when that is 0 (y
+        fitted exactly by a constant, where every gap is measured in absolute terms)."""
+        scale = lad_natural_scale(self.y, self.sample_weight, self.fit_intercept, self.quantile)
         return scale if scale > 0 else 1.0
+
+    def _costs(self) -> tuple[np.ndarray, np.ndarray]:
+        """(2 tau s, 2 (1 - tau) s): the costs of e+ and e-, the dual's upper and -lower bound
+        (exactly s and s at tau = 0.5)."""
+        s, tau = self.sample_weight, self.quantile
+        return s * (2.0 * tau), s * (2.0 * (1.0 - tau))
 
     def qp(self, form: str = "primal") -> QPData:
         """The LP in matrix form: ``"primal"`` (declared) or ``"dual"`` (solved)."""
@@ -79,14 +95,15 @@ class LAD(Problem):
         return self._primal() if form == "primal" else self._dual()
 
     def _primal(self) -> QPData:
-        n, D, s = self.n, self.design, self.sample_weight
+        n, D = self.n, self.design
         k = D.shape[1]
+        c_plus, c_minus = self._costs()
         eye = sp.identity(n, format="csr")
         A = sp.hstack([sp.csr_matrix(D), eye, -eye], format="csr")
         inf = np.full(k, np.inf)
         blocks = [("beta", self.p)] + ([("intercept", 1)] if self.fit_intercept else [])
         return QPData(
-            c=np.concatenate([np.zeros(k), s, s]),
+            c=np.concatenate([np.zeros(k), c_plus, c_minus]),
             A=A,
             row_lo=self.y,
             row_hi=self.y,
@@ -98,8 +115,9 @@ class LAD(Problem):
         )
 
     def _dual(self) -> QPData:
-        D, s = self.design, self.sample_weight
+        D = self.design
         k = D.shape[1]
+        c_plus, c_minus = self._costs()
         # A = D' built column-wise: its CSC arrays are D's row-major entries (no conversion).
         A = sp.csc_matrix(
             (
@@ -114,8 +132,8 @@ class LAD(Problem):
             A=A,
             row_lo=np.zeros(k),
             row_hi=np.zeros(k),
-            col_lo=-s,
-            col_hi=s.copy(),
+            col_lo=-c_minus,
+            col_hi=c_plus,
             col_blocks=[("u", self.n)],
             row_blocks=[("stationarity", k)],
             name="lad_dual",
@@ -167,12 +185,3 @@ class LAD(Problem):
         if self.fit_intercept:
             return theta[:-1].copy(), float(theta[-1])
         return theta.copy(), 0.0
-
-
-def weighted_median(y: np.ndarray, w: np.ndarray) -> float:
-    """The smallest y_k with sum_{y_i <= y_k} w_i >= sum_i w_i / 2 (a minimiser of
-    sum_i w_i |y_i - m|)."""
-    order = np.argsort(y, kind="stable")
-    cum = np.cumsum(w[order])
-    k = int(np.searchsorted(cum, 0.5 * cum[-1], side="left"))
-    return float(y[order[min(k, y.size - 1)]])
