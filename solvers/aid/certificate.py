@@ -2,7 +2,8 @@
 
 Sign-pure clusters prove, in exact arithmetic, that the aggregated solution is optimal for the
 full problem (E^t equals the aggregated optimum, see :mod:`solvers.aid.lad` and
-:mod:`solvers.aid.svm`). In floating point the proof is only as good as the aggregated solve,
+:mod:`solvers.aid.svm`; for LAD at every quantile tau, since the check loss is linear on each
+sign of the residual). In floating point the proof is only as good as the aggregated solve,
 so the run is CERTIFIED only when, in addition, ``(E_best - F) / scale`` lies within
 :data:`solvers.result.CERTIFICATE_TOL` (F a proven lower bound, ``scale`` the problem's natural
 scale); a pure run with a larger gap was solved inaccurately and is a NUMERICAL_ERROR.
