@@ -4,8 +4,9 @@
     table.to_frame()        # pandas DataFrame, one row per strategy
     table.plot("out.png")   # convergence histories, where strategies record them
 
-Each row carries: time (build / solve / total), peak memory of Python and numpy allocations
-(``tracemalloc``: solver-internal C/C++ memory is not seen), iterations, objective, bound, gap,
+Each row carries: time (build / solve / the whole call's wall-clock), peak resident memory
+above the run's start (sampled, so the solvers' C/C++ memory counts and the run is not slowed),
+iterations, objective, bound, gap,
 the relative objective difference to the reference strategy (``ref_gap``), the relative
 solution distance (``distance``), the certificate, and problem-specific columns.
 """
@@ -15,11 +16,11 @@ from __future__ import annotations
 import dataclasses
 import sys
 import time
-import tracemalloc
 from typing import Any
 
 import numpy as np
 
+from optmodels.memory import PeakRSS
 from solvers.result import SolveResult
 
 
@@ -133,8 +134,9 @@ def compare(
 
     ``options`` maps a strategy name to its keyword options (e.g. ``{"rfd": {"m": 64}}``),
     each checked by the strategy's table before any strategy runs. ``progress`` prints one line per
-    strategy to stderr; ``memory`` traces peak Python/numpy allocations (slows Python code a
-    little; the solvers' own C/C++ memory is not traced).
+    strategy to stderr; ``memory`` samples the peak resident memory above the start of each run
+    from a background thread (:class:`optmodels.memory.PeakRSS`: the solvers' C memory included,
+    the timed code not slowed; memory already held by the process is not counted again).
     """
     names = list(dict.fromkeys([reference, *strategies]))
     known = problem.strategies()
@@ -150,14 +152,13 @@ def compare(
         if progress:
             print(f"[{i}/{len(names)}] {problem.NAME}: {name} ...", file=sys.stderr, flush=True)
         t0 = time.perf_counter()
-        if memory:
-            tracemalloc.start()
-        try:
+        meter = PeakRSS() if memory else None
+        if meter is not None:
+            with meter:
+                res = problem.solve(strategy=name, **options.get(name, {}))
+        else:
             res = problem.solve(strategy=name, **options.get(name, {}))
-        finally:
-            peak = tracemalloc.get_traced_memory()[1] / 2**20 if memory else None
-            if memory:
-                tracemalloc.stop()
+        peak = None if meter is None else meter.peak_mb
         if progress:
             print(
                 f"      {res.termination.value} in {time.perf_counter() - t0:.2f} s",

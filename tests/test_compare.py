@@ -8,6 +8,7 @@ import pytest
 from instances import make_lad
 from optmodels import LAD, Ridge, compare
 from optmodels.compare import relative_difference, solution_distance
+from optmodels.memory import PeakRSS
 from optmodels.plots import series
 
 
@@ -133,3 +134,11 @@ def test_klr_rows_report_sparsity_and_accuracy_alike():
         and smo["train_accuracy"] > 0.8
     )
     assert abs(smo["ref_gap"]) < 1e-6
+
+
+def test_peak_rss_sees_a_large_allocation():
+    with PeakRSS() as m:
+        a = np.ones(50 * 2**20 // 8)  # 50 MiB, touched
+        a.sum()
+        del a
+    assert m.peak_mb is not None and 40 <= m.peak_mb <= 200
