@@ -123,6 +123,12 @@ def _parser() -> argparse.ArgumentParser:
         help="MPS layout: free (default) or fixed (names of at most 8 characters)",
     )
 
+    i = sub.add_parser(
+        "info", help="the problems, their parameters and each strategy's options"
+    )
+    i.add_argument("problem", nargs="?", choices=sorted(PROBLEMS), help="one problem")
+    i.add_argument("strategy", nargs="?", help="one strategy of that problem")
+
     g = sub.add_parser("generate", help="write a seeded synthetic instance")
     g.add_argument("problem", choices=sorted(PROBLEMS), help="the problem the data is for")
     g.add_argument("--n", type=int, required=True, help="number of rows")
@@ -140,7 +146,13 @@ def main(argv: list[str] | None = None) -> int:
     to a log file with the traceback and returns 1.
     """
     args = _parser().parse_args(argv)
-    command = {"solve": _solve, "compare": _compare, "export": _export, "generate": _generate}
+    command = {
+        "solve": _solve,
+        "compare": _compare,
+        "export": _export,
+        "generate": _generate,
+        "info": _info,
+    }
     try:
         return command[args.command](args)
     except (ValueError, OSError, SolveError) as exc:  # ValueError covers DataError, ExportError
@@ -383,6 +395,14 @@ def _generate(args: argparse.Namespace) -> int:
     X, y = generate(args.problem, n=args.n, p=args.p, seed=args.seed)
     save(args.out, X, y)
     print(f"wrote {args.out} ({X.shape[0]} rows, {X.shape[1]} features)")
+    return 0
+
+
+def _info(args: argparse.Namespace) -> int:
+    """Print what validation accepts, from the same tables that validate (one source)."""
+    from optmodels.info import describe
+
+    print(describe(args.problem, args.strategy))
     return 0
 
 
