@@ -175,6 +175,8 @@ class SolveResult:
             raw_status=self.raw_status,
             termination=self.termination.value,
             primal_available=self.x is not None,
+            dual_available=self.extra.get("duals") is not None
+            or self.extra.get("alpha") is not None,
         )
 
 

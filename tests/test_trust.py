@@ -250,3 +250,15 @@ def test_precomputed_kernel_prediction_with_zero_alphas():
     )
     with pytest.raises(ValueError, match="one column per training row"):
         pre.decision_function(res_pre, Xn)
+
+
+def test_errors_say_whether_duals_came_back():
+    with_duals = SolveResult(
+        T.ITERATION_LIMIT, SolutionStatus.FEASIBLE, x=np.ones(2), extra={"duals": np.ones(1)}
+    )
+    without = SolveResult(T.NUMERICAL_ERROR, SolutionStatus.NO_SOLUTION)
+    for res, expected in ((with_duals, True), (without, False)):
+        with pytest.raises(Exception) as info:
+            res.require_optimal()
+        assert info.value.dual_available is expected
+        assert info.value.primal_available is expected
