@@ -1,0 +1,114 @@
+"""What every estimator shares: hyperparameter and strategy-option validation through the
+problems' own tables, the data checks of scikit-learn, and statuses that reach the user.
+
+Hyperparameters are checked in ``fit`` (never in ``__init__``, as scikit-learn requires) by
+:func:`optmodels.validation.validate_params` against the problem's ``PARAMS`` entries, so a
+message names the parameter exactly as a problem's would; strategy options are checked by the
+strategy's table in :mod:`solvers.options` through
+:func:`optmodels.strategies.check_strategy_options`.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from optmodels.problem import Problem
+from optmodels.strategies import check_strategy_options, strategies_for
+from optmodels.validation import Param, check_sample_weight, validate_params
+from solvers.result import SolveResult, TerminationCondition
+
+USABLE_LIMITS = (
+    TerminationCondition.CONVERGED,
+    TerminationCondition.ESTIMATE,
+    TerminationCondition.GAP_LIMIT,
+    TerminationCondition.ITERATION_LIMIT,
+    TerminationCondition.TIME_LIMIT,
+)
+"""Non-optimal terminations that still return a usable model: ``fit`` warns with
+:class:`sklearn.exceptions.ConvergenceWarning`. Every other non-optimal termination raises the
+matching :class:`solvers.errors.SolveError` (``result.require_optimal()``)."""
+
+ACCEPT_SPARSE = ("csr", "csc")
+"""Sparse formats accepted; they are densified, as the problems work on dense arrays."""
+
+
+class OptEstimator(BaseEstimator):
+    """Base of the estimators: ``_PROBLEM`` is the problem class, ``_HYPER`` the table of the
+    hyperparameters (entries taken from the problem's ``PARAMS`` where the problem has them)."""
+
+    _PROBLEM: ClassVar[type[Problem]]
+    _HYPER: ClassVar[dict[str, Param]] = {}
+
+    # ---- validation ----------------------------------------------------------------------
+    def _hyperparameters(self) -> dict[str, Any]:
+        """The hyperparameters of ``_HYPER`` and ``strategy`` checked (DataError naming the
+        parameter, its accepted values and the value given)."""
+        table = {**self._HYPER, "strategy": self._strategy_param()}
+        given = {name: getattr(self, name) for name in table}
+        return validate_params(type(self).__name__, table, given)
+
+    def _strategy_param(self) -> Param:
+        names = tuple(strategies_for(self._PROBLEM.NAME))
+        return Param("choice", "full", "solution strategy", choices=names)
+
+    def _strategy_options(self, strategy: str) -> dict[str, Any]:
+        """``strategy_options`` validated by the strategy's option table."""
+        given = self.strategy_options
+        if given is None:
+            return {}
+        if not isinstance(given, Mapping):
+            raise ValueError(
+                f"The 'strategy_options' parameter of {type(self).__name__} must be None or a "
+                f"dict of options of strategy {strategy!r}; got {given!r}."
+            )
+        return check_strategy_options(self._PROBLEM.NAME, strategy, dict(given))
+
+    def _validate_fit(self, X: Any, y: Any, sample_weight: Any, **kw: Any) -> tuple:
+        """(X dense float64, y, sample weights) with n_features_in_ / feature_names_in_ set."""
+        X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE, dtype=np.float64, **kw)
+        if hasattr(X, "toarray"):
+            X = X.toarray()
+        sw = check_sample_weight(sample_weight, X.shape[0])
+        return np.ascontiguousarray(X), y, sw
+
+    def _validate_predict(self, X: Any) -> np.ndarray:
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse=ACCEPT_SPARSE, dtype=np.float64, reset=False)
+        return np.ascontiguousarray(X.toarray() if hasattr(X, "toarray") else X)
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    # ---- solving -------------------------------------------------------------------------
+    def _solve(self, problem: Problem, strategy: str, options: dict[str, Any]) -> SolveResult:
+        """``problem.solve(strategy, **options)`` with its status passed on (see
+        :data:`USABLE_LIMITS`)."""
+        return check_status(problem.solve(strategy, **options), type(self).__name__)
+
+
+def check_status(result: SolveResult, owner: str) -> SolveResult:
+    """Return an optimal result; warn (ConvergenceWarning) for a usable non-optimal one; raise
+    the matching SolveError otherwise."""
+    if result.is_optimal:
+        return result
+    if result.x is None or result.termination not in USABLE_LIMITS:
+        result.require_optimal()
+    gap = "unknown" if result.gap is None else f"{result.gap:.2e}"
+    warnings.warn(
+        f"{owner} (strategy {result.strategy!r}) stopped with termination="
+        f"{result.termination.value}: the model is usable but not certified optimal (relative "
+        f"gap {gap}, certificate tolerance {result.certificate_tol:.0e}). Tighten 'tol' or raise "
+        "'max_iter' in strategy_options, or use strategy='full'.",
+        ConvergenceWarning,
+        stacklevel=3,
+    )
+    return result

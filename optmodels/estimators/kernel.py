@@ -1,0 +1,559 @@
+"""Kernel classifiers: the weighted SVM and (S-)KLR, binary and one-vs-one multi-class.
+
+Each pair of classes (i, j), i < j (indices into ``classes_``), is one binary problem of
+:class:`~optmodels.svm.SVM` / :class:`~optmodels.klr.KLR` on the rows of those two classes,
+with class j as +1, solved by the chosen strategy. Its decision value is computed by the
+problem's own ``decision_function`` from the learned arrays only,
+
+    f_ij(x) = sum_{s in SV_ij} alpha_s y_s k(x_s, x) + b_ij       (positive: class j),
+
+and combined as scikit-learn's SVC does: ``decision_function_shape="ovo"`` returns
+d_ij = -f_ij (positive for class i, SVC's order of pairs); ``"ovr"`` (default) returns
+votes_c + conf_c / (3 (|conf_c| + 1)), votes_c the pairs class c wins and conf_c the sum of its
+signed decision values; ``predict`` is its argmax. Binary problems give f (n,), positive for
+``classes_[1]``.
+
+Learned arrays follow SVC: ``support_`` (rows with alpha_s > SUPPORT_REL * max_s C_s in some
+pair, for the SVM also on or inside the margin up to MARGIN_TOL; grouped by class),
+``support_vectors_``, ``n_support_``, ``dual_coef_`` of shape
+(n_classes - 1, n_SV) (alpha_s y_s in binary problems, positive for ``classes_[1]``; SVC's
+one-vs-one layout and sign otherwise), ``intercept_`` (n_pairs,) and, for the linear SVM,
+``coef_``. Class weights multiply the sample weights (C_s = C s_s cw_{y_s}, which is the SVM's
+box and, for KLR, weighs a row like repeating it); 'balanced' is n / (n_classes n_c) on all rows.
+"""
+
+from __future__ import annotations
+
+import types
+from itertools import combinations
+from typing import Any, ClassVar
+
+import numpy as np
+from scipy.optimize import minimize
+from scipy.special import expit
+from sklearn.base import ClassifierMixin
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+
+from optmodels.estimators._base import OptEstimator
+from optmodels.klr import KLR
+from optmodels.strategies import options_for
+from optmodels.svm import SVM
+from optmodels.validation import Param, resolve_gamma
+from solvers.result import SolutionStatus, SolveResult, TerminationCondition
+
+SUPPORT_REL = 1e-8
+"""Row s is a support vector of a pair when alpha_s > SUPPORT_REL * max_s C_s (and, for the SVM,
+y_s f(x_s) <= 1 + MARGIN_TOL): interior-point solves leave alphas of 1e-9 to 1e-6 C on rows
+that SMO sets to exactly 0."""
+MARGIN_TOL = 1e-3
+"""SVM: a row strictly outside the margin (y f(x) > 1 + MARGIN_TOL, SMO's default tol) has
+alpha = 0 at the optimum (KKT), so an interior-point remainder there is not support."""
+
+_SHAPES = Param("choice", "ovr", "multi-class decision shape", choices=("ovr", "ovo"))
+_BOOL = Param("bool", False, "")
+_KERNEL_NAMES = ("kernel", "gamma", "degree", "coef0")
+
+
+class _PairClassifier(ClassifierMixin, OptEstimator):
+    """One-vs-one fitting and prediction shared by SVMClassifier and KLRClassifier."""
+
+    # ---- fit -----------------------------------------------------------------------------
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> _PairClassifier:
+        """Solve one binary problem per pair of classes with ``strategy``; returns self."""
+        hyper = self._hyperparameters()
+        if hyper["kernel"] == "precomputed":
+            raise ValueError(
+                f"The 'kernel' parameter of {type(self).__name__} must be 'linear', 'rbf' or "
+                "'poly'; kernel='precomputed' is available on the problem level "
+                f"({self._PROBLEM.__name__}(K, y, kernel='precomputed'))."
+            )
+        options = self._strategy_options(hyper["strategy"])
+        X, y, sw = self._validate_fit(X, y, sample_weight)
+        check_classification_targets(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        if self.classes_.size < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least 2 classes in y; got one class "
+                f"{self.classes_[:1]!r}."
+            )
+        weights = sw * self._class_weights(codes)[codes]
+        params = self._problem_params(hyper, X, weights)
+        warm = self._warm_alphas(hyper["strategy"], options, codes)
+        fits = [
+            self._fit_pair(X, codes, weights, i, j, params, hyper["strategy"], options, warm[k])
+            for k, (i, j) in enumerate(combinations(range(self.classes_.size), 2))
+        ]
+        self._store(X, codes, fits)
+        self.kernel_ = fits[0]["kernel"]
+        self.n_iter_ = np.array([f["result"].iterations for f in fits], dtype=np.int64)
+        self.result_ = fits[0]["result"] if len(fits) == 1 else [f["result"] for f in fits]
+        self._fit_probabilities(X, codes, weights, fits)
+        return self
+
+    def _class_weights(self, codes: np.ndarray) -> np.ndarray:
+        """cw_c per class (ones for None; 'balanced': n / (n_classes n_c))."""
+        cw = self.class_weight
+        k = self.classes_.size
+        if cw is None:
+            return np.ones(k)
+        if isinstance(cw, str) and cw == "balanced":
+            return compute_class_weight("balanced", classes=np.arange(k), y=codes)
+        forms = (
+            "None, 'balanced' or a dict mapping labels of y to positive finite floats "
+            "(a class left out weighs 1)"
+        )
+        if not isinstance(cw, dict):
+            raise ValueError(
+                f"The 'class_weight' parameter of {type(self).__name__} must be {forms}; "
+                f"got {cw!r}."
+            )
+        out = np.ones(k)
+        labels = list(self.classes_)
+        for key, value in cw.items():
+            if key not in labels:
+                raise ValueError(
+                    f"class_weight has the key {key!r}, which is not a class of y "
+                    f"{labels!r}; class_weight must be {forms}."
+                )
+            if not isinstance(value, (int, float, np.number)) or not (
+                np.isfinite(value) and value > 0
+            ):
+                raise ValueError(f"class_weight[{key!r}] must be a positive finite float; "
+                                 f"got {value!r}.")
+            out[labels.index(key)] = float(value)
+        return out
+
+    def _problem_params(
+        self, hyper: dict[str, Any], X: np.ndarray, weights: np.ndarray
+    ) -> dict[str, Any]:
+        """The problem's parameters, with gamma resolved once on all rows (as SVC does)."""
+        params = {k: hyper[k] for k in self._PROBLEM.PARAMS if k in hyper}
+        params["gamma"] = weighted_gamma(hyper["gamma"], X, weights)
+        return params
+
+    def _warm_alphas(self, strategy: str, options: dict, codes: np.ndarray) -> list:
+        """Per pair, the previous fit's alphas on the pair's rows when ``warm_start`` applies
+        (the strategy takes ``alpha0``, none was given, the same rows and classes), scaled by
+        C / C_previous so that alphas at a bound stay there (and y'alpha = 0 holds)."""
+        pairs = self.classes_.size * (self.classes_.size - 1) // 2
+        usable = (
+            self.warm_start
+            and "alpha0" in options_for(self._PROBLEM.NAME, strategy)
+            and "alpha0" not in options
+            and getattr(self, "_n_train", None) == codes.size
+            and np.array_equal(getattr(self, "_train_codes", None), codes)
+        )
+        if not usable:
+            return [None] * pairs
+        out = []
+        for k, (i, j) in enumerate(combinations(range(self.classes_.size), 2)):
+            rows = np.flatnonzero((codes == i) | (codes == j))
+            alpha = np.zeros(codes.size)
+            sv, a = self._pair_arrays(k, i, j)[:2]
+            alpha[self.support_[sv]] = a
+            out.append(alpha[rows] * (self.C / self._fit_C))
+        return out
+
+    def _fit_pair(self, X, codes, weights, i, j, params, strategy, options, alpha0) -> dict:
+        """Solve the binary problem of classes i (-1) and j (+1); returns its arrays."""
+        rows = np.flatnonzero((codes == i) | (codes == j))
+        y_pm = np.where(codes[rows] == j, 1.0, -1.0)
+        problem = self._PROBLEM(X[rows], y_pm, sample_weight=weights[rows], **params)
+        opts = dict(options) if alpha0 is None else {**options, "alpha0": alpha0}
+        res = self._solve(problem, strategy, opts)
+        fit = {"rows": rows, "y": y_pm, "result": res, "kernel": problem.kernel_}
+        fit.update(self._pair_solution(problem, res, X[rows], y_pm))
+        return fit
+
+    def _pair_solution(self, problem, res, X, y_pm) -> dict:
+        raise NotImplementedError
+
+    # ---- learned arrays ------------------------------------------------------------------
+    def _store(self, X: np.ndarray, codes: np.ndarray, fits: list[dict]) -> None:
+        """support_, support_vectors_, n_support_, dual_coef_, intercept_ (SVC's layout)."""
+        k = self.classes_.size
+        sign = 1.0 if k == 2 else -1.0  # SVC: binary positive for classes_[1], else class i
+        in_sv = np.zeros(codes.size, dtype=bool)
+        for f in fits:
+            in_sv[f["rows"][f["support"]]] = True
+        order = np.lexsort((np.arange(codes.size), codes))
+        self.support_ = order[in_sv[order]].astype(np.int32)
+        self.support_vectors_ = X[self.support_]
+        self.n_support_ = np.bincount(codes[self.support_], minlength=k).astype(np.int32)
+        position = np.full(codes.size, -1)
+        position[self.support_] = np.arange(self.support_.size)
+        dual = np.zeros((k - 1, self.support_.size))
+        pairs = combinations(range(k), 2)
+        for f, (i, j) in zip(fits, pairs, strict=True):
+            rows = f["rows"][f["support"]]
+            coef = sign * f["coef"] if f["coef"] is not None else np.full(rows.size, np.nan)
+            of_i = codes[rows] == i
+            dual[j - 1, position[rows[of_i]]] = coef[of_i]
+            dual[i, position[rows[~of_i]]] = coef[~of_i]
+        self.dual_coef_ = dual
+        self.intercept_ = np.array([sign * f["b"] for f in fits])
+        self._n_train, self._train_codes, self._fit_C = codes.size, codes, float(self.C)
+        if fits[0].get("w") is not None:
+            self.coef_ = np.vstack([sign * f["w"] for f in fits])
+
+    def _pair_arrays(self, k: int, i: int, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
+                                                             float]:
+        """(positions in support_, alpha, y (+1 for class j), b) of pair k = (i, j)."""
+        sign = 1.0 if self.classes_.size == 2 else -1.0
+        sv_class = np.repeat(np.arange(self.classes_.size), self.n_support_)
+        sv = np.flatnonzero((sv_class == i) | (sv_class == j))
+        y_pm = np.where(sv_class[sv] == j, 1.0, -1.0)
+        coef = np.where(sv_class[sv] == i, self.dual_coef_[j - 1, sv], self.dual_coef_[i, sv])
+        return sv, sign * coef * y_pm, y_pm, sign * float(self.intercept_[k])
+
+    def _pair_view(self, sv: np.ndarray, y_pm: np.ndarray) -> types.SimpleNamespace:
+        """The attributes the problems' decision functions read (kernel, kernel_, _X, y, n, p),
+        from the learned arrays: the problem's own code then computes f(x)."""
+        Xs = self.support_vectors_[sv]
+        return types.SimpleNamespace(
+            kernel=self.kernel_.name, kernel_=self.kernel_, _X=Xs, y=y_pm, n=sv.size,
+            p=Xs.shape[1],
+        )
+
+    def _pair_decisions(self, X: np.ndarray) -> np.ndarray:
+        """f_ij(X) per pair, shape (n, n_pairs), positive for class j."""
+        pairs = combinations(range(self.classes_.size), 2)
+        cols = [self._pair_decision(k, i, j, X) for k, (i, j) in enumerate(pairs)]
+        return np.column_stack(cols)
+
+    def _pair_decision(self, k: int, i: int, j: int, X: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    # ---- prediction ----------------------------------------------------------------------
+    def decision_function(self, X: Any) -> np.ndarray:
+        """Binary: f(X) (n,), positive for ``classes_[1]``. Multi-class: (n, n_classes) for
+        ``decision_function_shape="ovr"``, (n, n_pairs) for "ovo" (module docstring)."""
+        X = self._validate_predict(X)
+        f = self._pair_decisions(X)
+        if self.classes_.size == 2:
+            return f[:, 0]
+        if self.decision_function_shape == "ovo":
+            return -f
+        return ovr_decision(-f, self.classes_.size)
+
+    def predict(self, X: Any) -> np.ndarray:
+        """The class of largest one-vs-rest value (binary: sign of f), in the labels' type."""
+        d = self.decision_function(X)
+        if self.classes_.size == 2:
+            return self.classes_[(d >= 0).astype(int)]
+        if self.decision_function_shape == "ovo":
+            d = ovr_decision(d, self.classes_.size)
+        return self.classes_[np.argmax(d, axis=1)]
+
+    def _pair_probabilities(self, X: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def _proba(self, X: Any) -> np.ndarray:
+        """Class probabilities (n, n_classes) from the pairs' P(class j | i or j, x),
+        coupled by Wu, Lin & Weng's second method for more than two classes."""
+        X = self._validate_predict(X)
+        q = self._pair_probabilities(X)
+        if self.classes_.size == 2:
+            return np.column_stack([1.0 - q[:, 0], q[:, 0]])
+        return couple_pairwise(q, self.classes_.size)
+
+    def _fit_probabilities(self, X, codes, weights, fits) -> None:
+        """Hook for SVMClassifier's Platt scaling."""
+
+
+def weighted_gamma(gamma: Any, X: np.ndarray, w: np.ndarray) -> float:
+    """gamma='scale' as 1 / (p var_w(X)), the variance of all entries of X with row weights w
+    (SVC's 1 / (p var(X)) for equal weights; with it an integer weight equals repeated rows);
+    1 when that variance is 0. 'auto' and numbers as :func:`optmodels.validation.resolve_gamma`."""
+    if not (isinstance(gamma, str) and gamma == "scale"):
+        return resolve_gamma(gamma, X)
+    total = float(w.sum()) * X.shape[1]
+    mean = float((w @ X).sum()) / total
+    var = float((w @ (X - mean) ** 2).sum()) / total
+    return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+
+
+def ovr_decision(d: np.ndarray, k: int) -> np.ndarray:
+    """SVC's one-vs-rest aggregation of one-vs-one values d (positive for class i of each pair
+    (i, j)): votes_c + conf_c / (3 (|conf_c| + 1)), conf_c = sum of c's signed values."""
+    votes = np.zeros((d.shape[0], k))
+    conf = np.zeros((d.shape[0], k))
+    for col, (i, j) in enumerate(combinations(range(k), 2)):
+        wins_i = d[:, col] > 0
+        votes[:, i] += wins_i
+        votes[:, j] += ~wins_i
+        conf[:, i] += d[:, col]
+        conf[:, j] -= d[:, col]
+    return votes + conf / (3.0 * (np.abs(conf) + 1.0))
+
+
+def couple_pairwise(q: np.ndarray, k: int) -> np.ndarray:
+    """Class probabilities from pairwise ones (Wu, Lin & Weng 2004, method 2):
+
+        min_p sum_c sum_{s != c} (r_sc p_c - r_cs p_s)^2   s.t.  sum_c p_c = 1,
+
+    r_cs = P(c | c or s, x); q[:, pair (i, j)] = r_ji. Solved as the (k+1) x (k+1) KKT system
+    [Q 1; 1' 0] [p; mu] = [0; 1] per row, Q_cc = sum_{s != c} r_sc^2, Q_cs = -r_sc r_cs."""
+    n = q.shape[0]
+    r = np.zeros((n, k, k))
+    for col, (i, j) in enumerate(combinations(range(k), 2)):
+        r[:, j, i] = q[:, col]
+        r[:, i, j] = 1.0 - q[:, col]
+    Q = -r.transpose(0, 2, 1) * r
+    idx = np.arange(k)
+    Q[:, idx, idx] = (r**2).sum(axis=1) - r[:, idx, idx] ** 2
+    kkt = np.zeros((n, k + 1, k + 1))
+    kkt[:, :k, :k] = Q
+    kkt[:, :k, k] = kkt[:, k, :k] = 1.0
+    rhs = np.zeros((n, k + 1, 1))
+    rhs[:, k, 0] = 1.0
+    p = np.clip(np.linalg.solve(kkt, rhs)[:, :k, 0], 0.0, None)
+    return p / p.sum(axis=1, keepdims=True)
+
+
+def platt_fit(f: np.ndarray, t: np.ndarray, w: np.ndarray) -> tuple[float, float]:
+    """(A, B) of P(t = 1 | f) = 1 / (1 + exp(A f + B)) minimising the w-weighted log loss
+    against Platt's smoothed targets (N+ + 1) / (N+ + 2) and 1 / (N- + 2), N = weighted counts
+    (so an integer weight equals repeated rows)."""
+    n_pos, n_neg = float(w[t].sum()), float(w[~t].sum())
+    target = np.where(t, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    scale = max(float(np.max(np.abs(f))), 1e-12)
+    g = f / scale
+
+    def loss(ab: np.ndarray) -> tuple[float, np.ndarray]:
+        z = ab[0] * g + ab[1]  # P = sigma(-z); -log P = log(1 + e^z), -log(1 - P) = log(1 + e^-z)
+        value = w @ (target * np.logaddexp(0.0, z) + (1 - target) * np.logaddexp(0.0, -z))
+        dz = w * (target * expit(z) - (1 - target) * expit(-z))
+        return float(value), np.array([dz @ g, dz.sum()])
+
+    start = np.array([0.0, np.log((n_neg + 1.0) / (n_pos + 1.0))])
+    ab = minimize(loss, start, jac=True, method="L-BFGS-B").x
+    return float(ab[0] / scale), float(ab[1])
+
+
+def _log(p: np.ndarray) -> np.ndarray:
+    with np.errstate(divide="ignore"):
+        return np.log(p)
+
+
+def _kernel_hyper(problem_cls: type) -> dict[str, Param]:
+    return {k: problem_cls.PARAMS[k] for k in _KERNEL_NAMES}
+
+
+class SVMClassifier(_PairClassifier):
+    """Weighted soft-margin SVM classifier (SVC's parameters), over every SVM strategy.
+
+    Parameters
+    ----------
+    C, kernel ('linear', 'rbf', 'poly'), gamma, degree, coef0, class_weight : as SVC.
+    probability : fit P(class | x) = 1 / (1 + exp(A f(x) + B)) per pair by Platt's method on the
+        *training* decision values, weighted by the sample and class weights (SVC fits it by an
+        internal 5-fold cross-validation instead; these probabilities are more confident on the
+        training rows). Multi-class probabilities are coupled as SVC's.
+    decision_function_shape : 'ovr' (default) or 'ovo', as SVC.
+    warm_start : start SMO (strategy 'smo') from the previous fit's alphas when refitting on the
+        same rows, e.g. to sweep C::
+
+            clf = SVMClassifier(kernel="rbf", warm_start=True)
+            for C in (0.1, 1.0, 10.0):
+                clf.set_params(C=C).fit(X, y)      # each fit starts from the last alphas
+
+    strategy : 'smo' (default), 'full' (the verified Clarabel QP), 'block', 'aid'.
+    strategy_options : dict of the strategy's options (e.g. ``{"tol": 1e-4}``), validated in fit.
+
+    Attributes: classes_, support_, support_vectors_, n_support_, dual_coef_ (NaN for pairs
+    solved by the linear AID primal, which returns no alphas; its support_ are the rows with
+    y f(x) <= 1), intercept_, coef_ (linear kernel), kernel_, probA_, probB_ (probability=True),
+    n_features_in_, feature_names_in_, n_iter_ (per pair), result_ (the SolveResult; a list of
+    one per pair for more than two classes). Sparse CSR/CSC input is densified.
+    """
+
+    _PROBLEM: ClassVar[type] = SVM
+    _HYPER: ClassVar[dict[str, Param]] = {
+        "C": SVM.PARAMS["C"],
+        **_kernel_hyper(SVM),
+        "probability": _BOOL,
+        "decision_function_shape": _SHAPES,
+        "warm_start": _BOOL,
+    }
+
+    def __init__(
+        self,
+        C: float = 1.0,
+        kernel: str = "rbf",
+        gamma: float | str = "scale",
+        degree: int = 3,
+        coef0: float = 0.0,
+        class_weight: dict | str | None = None,
+        probability: bool = False,
+        decision_function_shape: str = "ovr",
+        warm_start: bool = False,
+        strategy: str = "smo",
+        strategy_options: dict | None = None,
+    ) -> None:
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.class_weight = class_weight
+        self.probability = probability
+        self.decision_function_shape = decision_function_shape
+        self.warm_start = warm_start
+        self.strategy = strategy
+        self.strategy_options = strategy_options
+
+    def _pair_solution(self, problem, res, X, y_pm) -> dict:
+        """alpha y on the support, b, and w for the linear kernel."""
+        b = float(res.extra["b"])
+        alpha = res.extra.get("alpha")
+        primal = res.extra.get("form") == "primal"
+        w = res.x.copy() if primal else None
+        if alpha is None:  # linear AID: no alphas; the support is the margin-active rows
+            support = np.flatnonzero(y_pm * (X @ w + b) <= 1.0 + 1e-9)
+            return {"support": support, "coef": None, "b": b, "w": w}
+        if problem.kernel == "linear":
+            w = X.T @ (alpha * y_pm) if w is None else w
+            f = X @ w + b
+        else:
+            f = problem.kernel_matvec(alpha * y_pm) + b
+        support = np.flatnonzero(
+            (alpha > SUPPORT_REL * problem.box.max()) & (y_pm * f <= 1.0 + MARGIN_TOL)
+        )
+        return {"support": support, "coef": alpha[support] * y_pm[support], "b": b, "w": w}
+
+    def _pair_decision(self, k: int, i: int, j: int, X: np.ndarray) -> np.ndarray:
+        sv, alpha, y_pm, b = self._pair_arrays(k, i, j)
+        if hasattr(self, "coef_"):
+            sign = 1.0 if self.classes_.size == 2 else -1.0
+            x, form = sign * self.coef_[k], "primal"
+        else:
+            x, form = alpha, "dual"
+        res = SolveResult(
+            TerminationCondition.OPTIMAL,
+            SolutionStatus.OPTIMAL,
+            x=x,
+            extra={"b": b, "form": form, "alpha": alpha},
+        )
+        return SVM.decision_function(self._pair_view(sv, y_pm), res, X)
+
+    def _fit_probabilities(self, X, codes, weights, fits) -> None:
+        """Platt's (A, B) per pair on the training decision values (probability=True)."""
+        if not self.probability:
+            return
+        f = self._pair_decisions(X)
+        ab = [
+            platt_fit(f[fit["rows"], k], fit["y"] > 0, weights[fit["rows"]])
+            for k, fit in enumerate(fits)
+        ]
+        self.probA_ = np.array([a for a, _ in ab])
+        self.probB_ = np.array([b for _, b in ab])
+
+    def _pair_probabilities(self, X: np.ndarray) -> np.ndarray:
+        return expit(-(self._pair_decisions(X) * self.probA_ + self.probB_))
+
+    def _has_probability(self) -> bool:
+        if not self.probability:
+            raise AttributeError("predict_proba is available only with probability=True.")
+        return True
+
+    @available_if(_has_probability)
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """Platt probabilities (n, n_classes), columns in the order of ``classes_``."""
+        return self._proba(X)
+
+    @available_if(_has_probability)
+    def predict_log_proba(self, X: Any) -> np.ndarray:
+        """log of predict_proba."""
+        return _log(self._proba(X))
+
+
+class KLRClassifier(_PairClassifier):
+    """Kernel logistic regression (plain KLR, or S-KLR with ``lam`` and ``bound_tol``).
+
+    Parameters
+    ----------
+    C : penalty; lam : the S-KLR lambda >= 0; bound_tol : the S-KLR gamma (None = plain KLR).
+    kernel ('rbf' default, 'linear', 'poly'), gamma (RBF width), degree, coef0 : as SVC.
+    class_weight : None, 'balanced' or {label: w}; the KLR problem has no class weights, so they
+        multiply the sample weights (C_s = C s_s cw_{y_s}, a class weight w acting as w
+        repeats of each row of the class; with bound_tol the bounds scale with it too).
+    decision_function_shape : 'ovr' (default) or 'ovo'.
+    warm_start : start SMO from the previous fit's alphas (same rows), e.g. to sweep C.
+    strategy : 'smo' (default), 'full' (the verified Clarabel exponential-cone solve), 'block'.
+    strategy_options : the strategy's options, validated in fit.
+
+    predict_proba: binary sigma(f(x)), (n, 2); more classes: the pairs' sigma(f_ij) coupled by
+    Wu, Lin & Weng's method, (n, n_classes). Attributes as SVMClassifier (no coef_). Sparse
+    CSR/CSC input is densified.
+    """
+
+    _PROBLEM: ClassVar[type] = KLR
+    _HYPER: ClassVar[dict[str, Param]] = {
+        "C": KLR.PARAMS["C"],
+        "lam": KLR.PARAMS["lam"],
+        "bound_tol": KLR.PARAMS["bound_tol"],
+        **_kernel_hyper(KLR),
+        "decision_function_shape": _SHAPES,
+        "warm_start": _BOOL,
+    }
+
+    def __init__(
+        self,
+        C: float = 1.0,
+        kernel: str = "rbf",
+        gamma: float | str = "scale",
+        degree: int = 3,
+        coef0: float = 0.0,
+        lam: float = 0.0,
+        bound_tol: float | None = None,
+        class_weight: dict | str | None = None,
+        decision_function_shape: str = "ovr",
+        warm_start: bool = False,
+        strategy: str = "smo",
+        strategy_options: dict | None = None,
+    ) -> None:
+        self.C = C
+        self.kernel = kernel
+        self.gamma = gamma
+        self.degree = degree
+        self.coef0 = coef0
+        self.lam = lam
+        self.bound_tol = bound_tol
+        self.class_weight = class_weight
+        self.decision_function_shape = decision_function_shape
+        self.warm_start = warm_start
+        self.strategy = strategy
+        self.strategy_options = strategy_options
+
+    def _pair_solution(self, problem, res, X, y_pm) -> dict:
+        """alpha y on the support (rows dropped for zero weight have alpha 0) and b."""
+        alpha = np.zeros(y_pm.size)
+        alpha[problem.kept_] = res.x
+        support = np.flatnonzero(alpha > SUPPORT_REL * problem.Ci.max())
+        return {"support": support, "coef": alpha[support] * y_pm[support],
+                "b": float(res.extra["b"]), "w": None}
+
+    def _pair_decision(self, k: int, i: int, j: int, X: np.ndarray) -> np.ndarray:
+        sv, alpha, y_pm, b = self._pair_arrays(k, i, j)
+        return KLR.decision_function(self._pair_view(sv, y_pm), alpha, b, X)
+
+    def _pair_probabilities(self, X: np.ndarray) -> np.ndarray:
+        pairs = combinations(range(self.classes_.size), 2)
+        cols = []
+        for k, (i, j) in enumerate(pairs):
+            sv, alpha, y_pm, b = self._pair_arrays(k, i, j)
+            view = self._pair_view(sv, y_pm)
+            view.decision_function = types.MethodType(KLR.decision_function, view)
+            cols.append(KLR.predict_proba(view, alpha, b, X))
+        return np.column_stack(cols)
+
+    def predict_proba(self, X: Any) -> np.ndarray:
+        """P(class | x), (n, n_classes), columns in the order of ``classes_``."""
+        return self._proba(X)
+
+    def predict_log_proba(self, X: Any) -> np.ndarray:
+        """log of predict_proba."""
+        return _log(self._proba(X))
