@@ -17,7 +17,6 @@ from __future__ import annotations
 import platform
 import time
 from importlib import metadata
-from types import MappingProxyType
 from typing import Any, ClassVar
 
 import numpy as np
@@ -26,6 +25,22 @@ from optmodels.validation import Param, validate_params
 from solvers.backend import solve_qp
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolveResult, TerminationCondition, certify
+
+
+class FrozenParams(dict):
+    """The validated parameters: a dict that refuses changes (TypeError) and pickles."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError(
+            "A problem's parameters are fixed at construction; create a new problem with the "
+            "parameters you want."
+        )
+
+    __setitem__ = __delitem__ = __ior__ = _refuse  # type: ignore[assignment]
+    update = pop = popitem = clear = setdefault = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[type, tuple[dict]]:
+        return FrozenParams, (dict(self),)
 
 
 class Problem:
@@ -39,7 +54,7 @@ class Problem:
         params = validate_params(type(self).__name__, self.PARAMS, given)
         for key, value in params.items():
             object.__setattr__(self, key, value)
-        object.__setattr__(self, "params", MappingProxyType(params))
+        object.__setattr__(self, "params", FrozenParams(params))
 
     def __setattr__(self, name: str, value: Any) -> None:
         if name == "params" or (name in type(self).PARAMS and "params" in self.__dict__):
@@ -105,7 +120,8 @@ class Problem:
         t0 = time.perf_counter()
         qp = self.qp(*form)
         build = time.perf_counter() - t0
-        res = solve_qp(qp, solver, feasible_bounded=True, **kwargs)
+        floor = self.natural_scale() or 0.0
+        res = solve_qp(qp, solver, feasible_bounded=True, scale_floor=floor, **kwargs)
         res.build_time = build
         return qp, res
 

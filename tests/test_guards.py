@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 import platform
 
 import numpy as np
@@ -141,6 +142,10 @@ def test_parameters_cannot_be_assigned_after_construction(name):
         problem.params = {}
     assert getattr(problem, param) == before and problem.params[param] == before
     problem.note = "other attributes stay assignable"
+    copy = pickle.loads(pickle.dumps(problem))  # frozen parameters still pickle
+    assert copy.params == problem.params
+    with pytest.raises(AttributeError, match="create a new"):
+        setattr(copy, param, value)
 
 
 def test_svm_box_is_what_C_says():
