@@ -53,8 +53,12 @@ class LAD(Problem):
     PARAMS: ClassVar[dict[str, Param]] = {
         "fit_intercept": Param("bool", True, "add a free intercept beta0"),
         "quantile": Param(
-            "float", 0.5, "tau, the quantile fitted (0.5: LAD); E = sum s (2tau u+ + 2(1-tau) u-)",
-            low=0.0, high=1.0, closed="neither",
+            "float",
+            0.5,
+            "tau, the quantile fitted (0.5: LAD); E = sum s (2tau u+ + 2(1-tau) u-)",
+            low=0.0,
+            high=1.0,
+            closed="neither",
         ),
     }
 
@@ -153,7 +157,35 @@ class LAD(Problem):
         """Verified monolithic solve; ``form="dual"`` (default) is the fast one.
 
         Optimal only when (E(beta) - bound) / natural_scale() <= ``tol``, with the bound y'u of
-        a verified dual-feasible u (dual form) or the LP dual of the primal form."""
+        a verified dual-feasible u (dual form) or the LP dual of the primal form. The beta of the
+        dual form are the solver's row multipliers; where they fail the check (HiGHS returns
+        unusable ones when presolve fixes u, e.g. an interpolating fit with p >= n), the primal
+        LP is solved instead and ``extra['attempts']`` says so."""
+        kwargs = dict(
+            tol=tol, time_limit=time_limit, max_iter=max_iter, verbose=verbose, options=options
+        )
+        res = self._solve_form(form, solver, **kwargs)
+        if form == "dual" and res.termination is TerminationCondition.NUMERICAL_ERROR:
+            first = res
+            res = self._solve_form("primal", solver, **kwargs)
+            res.extra["attempts"] = [
+                *first.extra.get("attempts", []),
+                "dual form: " + first.raw_status,
+                *res.extra.get("attempts", []),
+            ]
+        return res
+
+    def _solve_form(
+        self,
+        form: str,
+        solver: str,
+        *,
+        tol: float,
+        time_limit: float | None,
+        max_iter: int | None,
+        verbose: bool,
+        options: dict[str, Any] | None,
+    ) -> SolveResult:
         qp, res = self._solve_declared(
             (form,),
             solver,

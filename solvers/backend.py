@@ -130,6 +130,7 @@ def solve_qp(
     options: dict[str, Any] | None = None,
     scale: bool = True,
     feasible_bounded: bool = False,
+    scale_floor: float = 0.0,
 ) -> SolveResult:
     """Solve an LP/QP with a backend and verify the answer before calling it optimal.
 
@@ -139,7 +140,9 @@ def solve_qp(
     fails ``primal residual <= feas_tol`` and ``|gap| <= gap_tol`` (both relative, see
     :class:`solvers.qp.KKTReport`) becomes NUMERICAL_ERROR. With ``feasible_bounded`` (every
     training problem of the toolkit) an infeasible / unbounded verdict is retried with the
-    :data:`FALLBACK` backend and, if it persists, reported as NUMERICAL_ERROR.
+    :data:`FALLBACK` backend and, if it persists, reported as NUMERICAL_ERROR. ``scale_floor``
+    (the problem's natural scale) is a least value for the gap's scale (see
+    :func:`solvers.qp.check_kkt`).
     """
     qp.assert_finite()
     kind = "lp" if qp.is_lp else "qp"
@@ -166,7 +169,9 @@ def solve_qp(
             )
             out.termination = TerminationCondition.NUMERICAL_ERROR
     wall = time.perf_counter() - t0
-    res = verify(qp, out, feas_tol=feas_tol, gap_tol=gap_tol, wall_time=wall)
+    res = verify(
+        qp, out, feas_tol=feas_tol, gap_tol=gap_tol, wall_time=wall, scale_floor=scale_floor
+    )
     res.extra["attempts"] = attempts
     if scaling is not None and not scaling.is_identity:
         res.extra["scaling"] = {
@@ -204,6 +209,7 @@ def verify(
     feas_tol: float = FEAS_TOL,
     gap_tol: float = GAP_TOL,
     wall_time: float | None = None,
+    scale_floor: float = 0.0,
 ) -> SolveResult:
     """Turn a backend's claim into a :class:`SolveResult`, checked by :func:`check_kkt`."""
     res = SolveResult(
@@ -224,7 +230,7 @@ def verify(
         if res.termination is TerminationCondition.OPTIMAL:
             res.termination = TerminationCondition.NUMERICAL_ERROR
         return res
-    report = check_kkt(qp, out.x, out.y)
+    report = check_kkt(qp, out.x, out.y, scale_floor)
     res.objective = report.primal_objective
     dual_ok = np.isfinite(report.dual_objective) and report.dual_residual <= feas_tol
     res.bound = report.dual_objective if dual_ok else None

@@ -191,16 +191,20 @@ def primal_residual(qp: QPData, x: np.ndarray) -> float:
     )
 
 
-def check_kkt(qp: QPData, x: np.ndarray, y: np.ndarray | None) -> KKTReport:
+def check_kkt(
+    qp: QPData, x: np.ndarray, y: np.ndarray | None, scale_floor: float = 0.0
+) -> KKTReport:
     """Primal and dual residuals and the gap f(x) - g(y) of the module docstring.
 
     Multipliers that would need an infinite bound are left out of g and counted in the dual
-    residual instead; without duals the gap is ``inf``.
+    residual instead; without duals the gap is ``inf``. ``scale_floor`` is a least value for the
+    gap's scale: a model whose optimum is 0 at x = 0 (an interpolating fit) has vanishing terms,
+    and the caller's natural scale of the problem keeps round-off from reading as a 100% gap.
     """
     f = qp.objective(x)
     pres = primal_residual(qp, x)
     if y is None:
-        return KKTReport(pres, np.inf, -np.inf, f, np.inf, abs(f))
+        return KKTReport(pres, np.inf, -np.inf, f, np.inf, max(abs(f), scale_floor))
     z = qp.c - qp.A.T @ y
     g = qp.offset
     x_inf = float(np.max(np.abs(x), initial=0.0))
