@@ -843,14 +843,15 @@ def test_case31_blas_and_highs_thread_count_independence(name, strategy):
     assert a.objective == pytest.approx(b.objective, rel=1e-10)
 
 
-@pytest.mark.xfail(strict=True, reason="results record solver and solver_version but not the "
-                   "options, seed or thread counts the checklist (#31) asks for")
 def test_case31_metadata_records_versions_options_seed_threads():
     X, y = lad_data(n=30)
     res = LAD(X, y).solve(strategy="full", options={"threads": 1})
     assert res.solver_version
-    recorded = {k.lower() for k in res.extra}
-    assert {"options", "seed", "threads"} <= recorded
+    run = res.extra["run"]
+    assert {"options", "seed", "threads", "versions", "backend"} <= set(run)
+    assert run["options"]["options"] == {"threads": 1} and run["options"]["tol"] > 0
+    assert run["versions"]["highspy"] == run["backend"]["version"] == res.solver_version
+    assert run["threads"]["highs_threads"] == 1
 
 
 # ================================================================ #32: the seed sweep itself
