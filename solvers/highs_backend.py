@@ -150,6 +150,7 @@ class HighsBackend:
         opts.update(options or {})
         for key, value in opts.items():
             _set_option(h, key, value)
+        _match_scheduler(int(opts.get("threads", 0)))
         t0 = time.perf_counter()
         h.run()
         elapsed = time.perf_counter() - t0
@@ -170,6 +171,21 @@ class HighsBackend:
         return BackendOutput(
             term, raw, x, y, iters, elapsed, self.NAME, self.version(), _certificates(h, term)
         )
+
+
+_SCHEDULER_THREADS: int | None = None
+
+
+def _match_scheduler(threads: int) -> None:
+    """HiGHS starts one global thread scheduler per process, with the first run's ``threads``;
+    a later run asking for another count fails (status kNotset). Restart it when the count
+    changes, so ``threads`` can differ between solves in one process."""
+    import highspy
+
+    global _SCHEDULER_THREADS
+    if _SCHEDULER_THREADS is not None and threads != _SCHEDULER_THREADS:
+        highspy.Highs.resetGlobalScheduler(True)
+    _SCHEDULER_THREADS = threads
 
 
 def _certificates(h: Any, term: T) -> dict[str, np.ndarray]:

@@ -822,15 +822,9 @@ def test_case30_same_seed_is_bitwise_identical(name, strategy, options, one_blas
     assert repr(a.objective) == repr(b.objective) and a.iterations == b.iterations
 
 
-HIGHS_THREADS = pytest.mark.xfail(strict=True, reason="HiGHS options={'threads': N} with N "
-                                  "other than the count its scheduler first started with gives "
-                                  "termination ERROR (raw 'kNotset', no x): threads 1 vs N "
-                                  "cannot be compared in one process")
-
-
 @pytest.mark.parametrize("name, strategy", [
     ("ridge", "full"), ("svm", "smo"), ("ridge", "pcg-fd"),
-    pytest.param("lad", "full", marks=HIGHS_THREADS)])
+    ("lad", "full")])
 def test_case31_blas_and_highs_thread_count_independence(name, strategy):
     X, y = data_for(name, n=150, p=6, seed=4)
     out = []
