@@ -5,9 +5,13 @@
 ========================  ======================================================================
 ``.csv``                  header row of column names, one numeric row per data point; the target
                           and (optional) weight columns are chosen by name, every other column
-                          is a feature. Empty cells and ``nan`` read as NaN.
+                          is a feature. Empty cells and ``nan`` read as NaN. Parsed by pandas'
+                          C parser (cells read as Python's ``float`` would read them).
 ``.svm .libsvm .txt``     svmlight/LIBSVM: ``label idx:value idx:value ...`` per line, indices
-                          1-based, zeros omitted, ``qid:`` tokens ignored, ``#`` starts a comment.
+                          1-based and increasing, zeros omitted, a ``qid:`` after the label
+                          ignored, ``#`` starts a comment. Parsed by scikit-learn's
+                          ``load_svmlight_file``; ``X`` comes back as a ``scipy.sparse`` CSR
+                          matrix (the problem classes densify it).
 ``.npz``                  NumPy archive with arrays ``X``, ``y`` and optionally ``sample_weight``
                           and ``feature_names``.
 ========================  ======================================================================
@@ -27,13 +31,17 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import os
+import re
+import warnings
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 
 from instances.atomic import atomic_write
 
@@ -47,8 +55,9 @@ _WEIGHT_COLUMN = "sample_weight"
 class Data(NamedTuple):
     """A data set: features, targets, optional sample weights and feature names."""
 
-    X: np.ndarray
-    """Features, ``float64`` of shape (n, p)."""
+    X: np.ndarray | sp.csr_matrix
+    """Features, ``float64`` of shape (n, p): a dense array, or a CSR matrix from svmlight
+    files (the problem classes densify it in ``check_array``)."""
     y: np.ndarray
     """Targets (or labels), ``float64`` of shape (n,)."""
     sample_weight: np.ndarray | None
@@ -97,7 +106,8 @@ def load(path: str | os.PathLike[str], *, target: str = "y", weight: str | None 
     Returns
     -------
     Data
-        ``X`` float64 (n, p), ``y`` float64 (n,), ``sample_weight`` (n,) or None, names.
+        ``X`` float64 (n, p) (a CSR matrix for svmlight files, a dense array otherwise),
+        ``y`` float64 (n,), ``sample_weight`` (n,) or None, names.
 
     Raises
     ------
@@ -137,30 +147,101 @@ def _default_names(p: int) -> list[str]:
 
 # --- csv -------------------------------------------------------------------------------------
 
+# Cells read as NaN without the slow path (any other spelling Python's float() accepts, such
+# as "nAn" or "1_000", still reads through the strict path, as before).
+_NAN_CELLS = ["", "nan", "NaN", "NAN", "-nan", "+nan", "-NaN", "+NaN"]
+# pandas' C parser reads true/false cells (any case) as 1/0. No number Python's float() reads
+# has an r or an l, so files with one take the strict path, which reports such cells.
+_BOOL_LETTERS = (b"r", b"R", b"l", b"L")
 
-def _to_float_matrix(
-    path: Path, rows: list[list[str]], header: list[str], lines: list[int]
-) -> np.ndarray:
-    """Convert string cells to float64; empty cells become NaN; name the first bad cell."""
-    try:
-        A = np.array(rows, dtype=np.float64)
-    except ValueError:
-        A = None
-    if A is not None:
-        return A.reshape(len(rows), len(header))
-    for i, row in enumerate(rows):
-        for j, cell in enumerate(row):
-            if cell.strip() == "":
-                row[j] = "nan"
-                continue
-            try:
-                float(cell)
-            except ValueError:
+
+def _csv_header(path: Path, raw: bytes) -> tuple[list[str], int, int]:
+    """The header (first line with a non-blank cell): its names, line number and end offset."""
+    start, lineno = 0, 0
+    while start < len(raw):
+        end = raw.find(b"\n", start)
+        end = len(raw) if end < 0 else end + 1
+        lineno += 1
+        cells = next(csv.reader([raw[start:end].decode("utf-8-sig")]), [])
+        if any(c.strip() for c in cells):
+            header = [h.strip() for h in cells]
+            if all(_is_number(h) for h in header):
                 raise DataFileError(
-                    f"{path}: line {lines[i]}, column {header[j]!r}: {cell!r} is not a number. "
+                    f"{path}: the first row {cells[:5]} looks numeric, but a header row of "
+                    "column names is required (e.g. x1,...,y). Add one."
+                )
+            return header, lineno, end
+        start = end
+    raise DataFileError(f"{path}: the file is empty; a header row and data rows are needed.")
+
+
+def _csv_records(body: bytes, first_line: int) -> list[tuple[int, list[str]]]:
+    """(line number, cells) of the data rows pandas reads: blank lines skipped (slow path)."""
+    reader = csv.reader(io.StringIO(body.decode("utf-8"), newline=""))
+    return [(reader.line_num + first_line, r) for r in reader
+            if r and not (len(r) == 1 and not r[0].strip())]
+
+
+def _check_ragged(path: Path, header: list[str], body: bytes, first_line: int) -> None:
+    """Raise for the first data row whose field count differs from the header's."""
+    for i, (line, r) in enumerate(_csv_records(body, first_line)):
+        if len(r) != len(header):
+            raise DataFileError(
+                f"{path}: ragged rows: data row {i + 1} (line {line}) has {len(r)} fields but "
+                f"the header has {len(header)}. Fix the row or the header."
+            )
+
+
+def _read_table(path: Path, first_line: int, k: int, dtype: type) -> Any:
+    """pandas' C parser on the rows after line ``first_line``: k unnamed columns."""
+    import pandas as pd
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", pd.errors.ParserWarning)  # rows longer than the header
+        return pd.read_csv(
+            path, engine="c", header=None, names=list(range(k)), skiprows=first_line,
+            index_col=False, dtype=dtype, keep_default_na=False, na_values=_NAN_CELLS,
+            encoding="utf-8",
+        )
+
+
+def _strict_floats(path: Path, header: list[str], body: bytes, first_line: int) -> np.ndarray:
+    """Python's float() on every cell (the slow path); names the first non-numeric cell."""
+    cells = _read_table(path, first_line, len(header), str).to_numpy(dtype=object)
+    cells[cells != cells] = "nan"  # the NaN pandas puts in empty cells
+    try:
+        return cells.astype(np.float64)
+    except ValueError:
+        pass
+    for i, row in enumerate(cells):
+        for j, cell in enumerate(row):
+            if not _is_number(cell):
+                line = _csv_records(body, first_line)[i][0]
+                raise DataFileError(
+                    f"{path}: line {line}, column {header[j]!r}: {cell!r} is not a number. "
                     "All columns must be numeric; encode categories as numbers first."
                 ) from None
-    return np.array(rows, dtype=np.float64).reshape(len(rows), len(header))
+    raise AssertionError("unreachable: astype failed but every cell is a number")
+
+
+def _csv_matrix(path: Path, header: list[str], raw: bytes, end: int, first_line: int) -> np.ndarray:
+    """The data rows (``raw[end:]``) as float64 (n, k); empty cells NaN; ragged rows and bad
+    cells named by line and column (the slow paths scan ``raw[end:]`` only on trouble)."""
+    import pandas as pd
+
+    try:
+        if any(raw.find(c, end) >= 0 for c in _BOOL_LETTERS):
+            raise ValueError("a cell with letters other than nan/inf")
+        A = _read_table(path, first_line, len(header), np.float64).to_numpy(dtype=np.float64)
+    except (pd.errors.ParserError, pd.errors.ParserWarning) as exc:
+        _check_ragged(path, header, raw[end:], first_line)
+        raise DataFileError(f"{path}: malformed csv ({_one_line(exc)}); fix the file.") from exc
+    except ValueError:  # a cell the C parser cannot read as a float
+        _check_ragged(path, header, raw[end:], first_line)
+        return _strict_floats(path, header, raw[end:], first_line)
+    if np.isnan(A[:, -1]).any():  # pandas pads short rows with NaN: check they are not short
+        _check_ragged(path, header, raw[end:], first_line)
+    return A
 
 
 def _pick_column(
@@ -177,32 +258,12 @@ def _pick_column(
 
 
 def _load_csv(path: Path, *, target: str, weight: str | None) -> Data:
-    with open(path, newline="", encoding="utf-8") as fh:
-        reader = csv.reader(fh)
-        rows: list[list[str]] = []
-        lines: list[int] = []
-        for r in reader:
-            if r and any(c.strip() for c in r):
-                rows.append(r)
-                lines.append(reader.line_num)
-    if not rows:
-        raise DataFileError(f"{path}: the file is empty; a header row and data rows are needed.")
-    header = [h.strip() for h in rows[0]]
-    if all(_is_number(h) for h in header):
-        raise DataFileError(
-            f"{path}: the first row {rows[0][:5]} looks numeric, but a header row of column "
-            f"names is required (e.g. x1,...,y). Add one."
-        )
-    body, lines = rows[1:], lines[1:]
-    if not body:
+    """Header by the csv module, data rows by pandas' C parser (the slow paths name errors)."""
+    raw = path.read_bytes()
+    header, first_line, end = _csv_header(path, raw)
+    A = _csv_matrix(path, header, raw, end, first_line)
+    if A.shape[0] == 0:
         raise DataFileError(f"{path}: the header is not followed by any data rows; add some.")
-    for i, r in enumerate(body):
-        if len(r) != len(header):
-            raise DataFileError(
-                f"{path}: ragged rows: data row {i + 1} (line {lines[i]}) has {len(r)} fields but "
-                f"the header has {len(header)}. Fix the row or the header."
-            )
-    A = _to_float_matrix(path, body, header, lines)
     t = _pick_column(path, header, target, "target", "target")
     if weight is None and _WEIGHT_COLUMN in header and target != _WEIGHT_COLUMN:
         weight = _WEIGHT_COLUMN
@@ -223,78 +284,59 @@ def _is_number(s: str) -> bool:
     return True
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
 # --- svmlight --------------------------------------------------------------------------------
 
+# A '# sample_weight: w' comment: (what precedes it on the line, w); it counts after data only.
+_SVM_WEIGHT = re.compile(rb"^([^#\n]*)#[ \t]*" + _WEIGHT_COLUMN.encode() + rb":([^\n]*)", re.M)
 
-def _svm_header(
-    comment: str, n_features: int, names: list[str] | None
-) -> tuple[int, list[str] | None]:
-    """Read a ``# n_features: p`` or ``# feature_names: a,b`` header comment (others pass)."""
-    key, _, value = comment.partition(":")
-    key = key.strip()
-    if key == "n_features" and value.strip().isdigit():
-        n_features = int(value)
-    elif key == "feature_names":
-        names = [s.strip() for s in value.split(",")]
+
+def _svm_header(raw: bytes) -> tuple[int, list[str] | None]:
+    """``# n_features: p`` and ``# feature_names: a,b`` from the comments before the data."""
+    n_features, names, start = 0, None, 0
+    while start < len(raw):
+        end = raw.find(b"\n", start)
+        end = len(raw) if end < 0 else end + 1
+        data, _, comment = raw[start:end].decode("utf-8").partition("#")
+        if data.strip():
+            break
+        key, _, value = comment.partition(":")
+        if key.strip() == "n_features" and value.strip().isdigit():
+            n_features = int(value)
+        elif key.strip() == "feature_names":
+            names = [s.strip() for s in value.split(",")]
+        start = end
     return n_features, names
 
 
 def _load_svmlight(path: Path, *, target: str, weight: str | None) -> Data:
-    """Parse svmlight text: a Python pass splits lines, one numpy pass converts all pairs."""
-    labels: list[str] = []
-    counts: list[int] = []
-    pairs: list[str] = []
-    weights: list[str] = []
-    n_features, names = 0, None
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            data, _, comment = line.partition("#")
-            tokens = data.split()
-            if not tokens:
-                if not labels:  # header comments come before the first data line
-                    n_features, names = _svm_header(comment, n_features, names)
-                continue
-            c = comment.strip()
-            if c.startswith(_WEIGHT_COLUMN + ":"):
-                weights.append(c[len(_WEIGHT_COLUMN) + 1:].strip())
-            feats = [t for t in tokens[1:] if not t.startswith("qid:")]
-            if any(t.count(":") != 1 for t in feats) or ":" in tokens[0]:
-                raise DataFileError(
-                    f"{path}: line {lineno} is not svmlight ('label idx:value ...'): "
-                    f"{data.strip()[:80]!r}. Check the format or the file extension."
-                )
-            labels.append(tokens[0])
-            counts.append(len(feats))
-            pairs.extend(feats)
-    if not labels:
+    """Parse by scikit-learn's ``load_svmlight_file`` (1-based); ``X`` is a CSR matrix."""
+    from sklearn.datasets import load_svmlight_file
+
+    raw = path.read_bytes()
+    n_features, names = _svm_header(raw)
+    try:
+        X, y = load_svmlight_file(io.BytesIO(raw), zero_based=False, dtype=np.float64)
+    except ValueError as exc:
+        _diagnose_svmlight(path, raw)
+        raise DataFileError(
+            f"{path}: not a valid svmlight file ({_one_line(exc)}). Lines are "
+            "'label idx:value ...' with increasing 1-based indices."
+        ) from exc
+    if X.shape[0] == 0:
         raise DataFileError(f"{path}: no data lines found; the file is empty or all comments.")
-    y = _floats(path, labels, "label")
-    flat = " ".join(pairs).replace(":", " ").split()
-    iv = _floats(path, flat, "index:value pair").reshape(-1, 2)
-    idx, val = iv[:, 0], iv[:, 1]
-    if idx.size and (np.any(idx < 1) or np.any(idx != np.floor(idx))):
-        raise DataFileError(
-            f"{path}: feature indices must be whole numbers >= 1 (svmlight is 1-based); "
-            f"found {idx[(idx < 1) | (idx != np.floor(idx))][0]!r}. Shift zero-based indices by 1."
-        )
-    rows = np.repeat(np.arange(len(labels)), counts)
-    cols = idx.astype(np.int64) - 1
-    p = max(n_features, int(cols.max()) + 1 if cols.size else 0)
-    X = np.zeros((len(labels), p))
-    flat_pos = rows * p + cols
-    uniq, first, times = np.unique(flat_pos, return_index=True, return_counts=True)
-    if uniq.size != flat_pos.size:
-        k = int(first[np.argmax(times > 1)])
-        raise DataFileError(
-            f"{path}: feature index {int(cols[k]) + 1} appears twice in data line "
-            f"{int(rows[k]) + 1}; each index may appear once per line. Merge the duplicates."
-        )
-    X.ravel()[flat_pos] = val
+    p = max(n_features, X.shape[1] if X.nnz else 0)
+    X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], p))
+    X.eliminate_zeros()
+    weights = [w.strip().decode("utf-8") for data, w in _SVM_WEIGHT.findall(raw) if data.strip()]
     sw = None
     if weights:
-        if len(weights) != len(labels):
+        if len(weights) != X.shape[0]:
             raise DataFileError(
-                f"{path}: {len(weights)} of {len(labels)} lines carry a '# sample_weight:' "
+                f"{path}: {len(weights)} of {X.shape[0]} lines carry a '# sample_weight:' "
                 "comment; give every line one or none."
             )
         sw = _floats(path, weights, "sample_weight")
@@ -303,14 +345,59 @@ def _load_svmlight(path: Path, *, target: str, weight: str | None) -> Data:
     return Data(X, y, sw, names)
 
 
+def _diagnose_svmlight(path: Path, raw: bytes) -> None:
+    """Raise for the first bad line scikit-learn refused, naming it (the slow path)."""
+    n_data = 0
+    for lineno, line in enumerate(raw.decode("utf-8").split("\n"), start=1):
+        tokens = line.partition("#")[0].split()
+        if not tokens:
+            continue
+        n_data += 1
+        problem = _svm_line_problem(tokens, n_data)
+        if problem:
+            raise DataFileError(f"{path}: line {lineno}: {problem}")
+
+
+def _svm_line_problem(tokens: list[str], n_data: int) -> str | None:
+    """What is wrong with one svmlight line's tokens, or None."""
+    feats = tokens[2:] if len(tokens) > 1 and tokens[1].startswith("qid:") else tokens[1:]
+    if ":" in tokens[0] or any(t.count(":") != 1 for t in feats):
+        return (f"not svmlight ('label idx:value ...'): {' '.join(tokens)[:80]!r}. Check the "
+                "format or the file extension.")
+    pairs = [t.split(":") for t in feats]
+    for what, text in [("label", tokens[0])] + [("value", v) for _, v in pairs]:
+        if not _is_number(text):
+            return (f"{what} {text!r} is not a number. svmlight lines are 'label idx:value ...' "
+                    "with numeric label, integer idx and numeric value.")
+    idx = [_whole(i) for i, _ in pairs]
+    if any(i < 1 for i in idx):
+        bad = next(i for (i, _), j in zip(pairs, idx, strict=True) if j < 1)
+        return (f"feature index {bad!r} is not a whole number >= 1 (svmlight is 1-based). "
+                "Shift zero-based indices by 1.")
+    for a, b in itertools.pairwise(idx):
+        if a >= b:
+            return (f"feature index {b} appears twice in data line {n_data}; each index may "
+                    "appear once per line. Merge the duplicates." if a == b else
+                    f"feature index {b} follows {a}; indices must increase along a line. "
+                    "Sort them.")
+    return None
+
+
+def _whole(text: str) -> int:
+    """``int(text)``, or -1 when it is not a whole number."""
+    try:
+        return int(text)
+    except ValueError:
+        return -1
+
+
 def _floats(path: Path, tokens: Sequence[str], what: str) -> np.ndarray:
     try:
         return np.array(tokens, dtype=np.float64)
     except ValueError:
         bad = next(t for t in tokens if not _is_number(t))
         raise DataFileError(
-            f"{path}: {what} {bad!r} is not a number. svmlight lines are "
-            "'label idx:value ...' with numeric label, integer idx and numeric value."
+            f"{path}: {what} {bad!r} is not a number; write '# {_WEIGHT_COLUMN}: <number>'."
         ) from None
 
 

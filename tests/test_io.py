@@ -6,6 +6,7 @@ import os
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 from instances import io as dio
 from instances.io import Data, DataFileError, load, save
@@ -24,6 +25,11 @@ def _data(n: int = 40, p: int = 5, seed: int = 0) -> tuple[np.ndarray, np.ndarra
     return X, y, w
 
 
+def _dense(X) -> np.ndarray:
+    """Data.X as a dense array (svmlight files load as CSR matrices)."""
+    return X.toarray() if sp.issparse(X) else X
+
+
 def _no_temp_files(directory) -> bool:
     return not [f for f in os.listdir(directory) if f.endswith(".tmp")]
 
@@ -40,7 +46,8 @@ def test_round_trip_is_exact(tmp_path, ext, weighted):
     d = load(path)
     assert isinstance(d, Data)
     assert d.X.dtype == d.y.dtype == np.float64
-    np.testing.assert_array_equal(d.X, X)
+    assert sp.issparse(d.X) == (ext in ("svm", "libsvm", "txt"))
+    np.testing.assert_array_equal(_dense(d.X), X)
     np.testing.assert_array_equal(d.y, y)
     if weighted:
         np.testing.assert_array_equal(d.sample_weight, w)
@@ -93,7 +100,7 @@ def test_svmlight_parser_matches_sklearn_on_handwritten_file(tmp_path):
     path.write_text(SVM_TEXT)
     d = load(path)
     X_ref, y_ref = skd.load_svmlight_file(str(path), zero_based=False)
-    np.testing.assert_array_equal(d.X, X_ref.toarray())
+    np.testing.assert_array_equal(d.X.toarray(), X_ref.toarray())
     np.testing.assert_array_equal(d.y, y_ref)
     assert d.X.shape == (5, 10) and d.sample_weight is None
     assert np.isnan(d.X[4, 4]) and np.isinf(d.X[4, 6])
@@ -106,10 +113,10 @@ def test_svmlight_reads_file_written_by_sklearn(tmp_path):
     skd.dump_svmlight_file(X, y, str(path), zero_based=False, comment="made by sklearn")
     d = load(path)
     X_ref, y_ref = skd.load_svmlight_file(str(path), zero_based=False)
-    np.testing.assert_array_equal(d.X, X_ref.toarray())
+    np.testing.assert_array_equal(d.X.toarray(), X_ref.toarray())
     np.testing.assert_array_equal(d.y, y_ref)
     # sklearn writes 16 significant digits; the trailing zero column is not in the file
-    np.testing.assert_allclose(d.X, X[:, :24], rtol=1e-15, atol=0)
+    np.testing.assert_allclose(d.X.toarray(), X[:, :24], rtol=1e-15, atol=0)
 
 
 def test_svmlight_written_file_is_read_by_sklearn(tmp_path):
@@ -215,10 +222,14 @@ def test_csv_missing_weight_column(tmp_path):
     "text, match",
     [
         ("1 0:1 2:3\n", "1-based"),
-        ("1 1:1 1:3\n", "index 1 appears twice in data line 1"),
-        ("1 1:1 2\n", "line 1 is not svmlight"),
-        ("1 1:x\n", "'x' is not a number"),
-        ("one 1:2\n", "label 'one' is not a number"),
+        ("1 1:1 1:3\n", "line 1: feature index 1 appears twice in data line 1"),
+        ("# c\n1 1:1\n2 3:1 2:3\n", "line 3: feature index 2 follows 3; indices must increase"),
+        ("1 1:1 2\n", "line 1: not svmlight"),
+        ("1 1:1.5:2\n", "line 1: not svmlight"),
+        ("1 1.5:2\n", r"line 1: feature index '1.5' is not a whole number >= 1"),
+        ("1 1:x\n", "line 1: value 'x' is not a number"),
+        ("one 1:2\n", "line 1: label 'one' is not a number"),
+        ("1 1:2 # sample_weight: heavy\n", "sample_weight 'heavy' is not a number"),
         ("# only a comment\n\n", "no data lines"),
         ("1 1:2 # sample_weight: 3\n1 1:2\n", "1 of 2 lines carry"),
     ],
@@ -303,3 +314,131 @@ def test_save_bad_shapes_and_names(tmp_path, kwargs, match):
 def test_save_missing_directory(tmp_path):
     with pytest.raises(FileNotFoundError, match="does not exist"):
         save(tmp_path / "no" / "d.csv", np.eye(2), np.ones(2))
+
+
+# --- the pandas / scikit-learn readers against independent references ------------------------
+
+
+def _reference_csv(path) -> tuple[list[str], np.ndarray]:
+    """Header and float64 cells by the csv module and Python's float (blank rows skipped)."""
+    import csv
+
+    with open(path, newline="", encoding="utf-8") as fh:
+        rows = [r for r in csv.reader(fh) if any(c.strip() for c in r)]
+    cells = [[float(c) if c.strip() else np.nan for c in r] for r in rows[1:]]
+    return [h.strip() for h in rows[0]], np.array(cells, dtype=np.float64)
+
+
+def test_csv_matches_reference_reader_on_generated_file(tmp_path):
+    rng = np.random.default_rng(7)
+    n, p = 500, 6
+    V = rng.standard_normal((n, p + 2)) * 10.0 ** rng.integers(-300, 300, size=(n, p + 2))
+    cells = [[repr(v) for v in row] for row in V.tolist()]
+    for i, j, text in [(3, 0, ""), (5, 1, "nan"), (8, 2, " -inf "), (9, 3, "NaN"), (11, 4, "7"),
+                       (12, 5, "1e-320"), (13, 0, "Infinity"), (14, 1, " 2.5")]:
+        cells[i][j] = text
+    lines = ['a,"b, quoted", c ,a,d,e,y,sample_weight']
+    for i, row in enumerate(cells):
+        lines.append(",".join(row))
+        if i % 97 == 0:
+            lines.append("")                          # blank lines are skipped
+    path = tmp_path / "g.csv"
+    path.write_text("\n".join(lines) + "\n")
+    header, A = _reference_csv(path)
+    d = load(path)
+    np.testing.assert_array_equal(d.X, A[:, :p])
+    np.testing.assert_array_equal(d.y, A[:, p])
+    np.testing.assert_array_equal(d.sample_weight, A[:, p + 1])
+    assert d.feature_names == header[:p] == ["a", "b, quoted", "c", "a", "d", "e"]
+    assert d.X.flags.c_contiguous and d.X.dtype == np.float64
+
+
+def test_csv_cells_pandas_cannot_read_take_python_float(tmp_path):
+    path = tmp_path / "s.csv"
+    path.write_text("a,y\n1_000,nAn\n2,+NAN\n")
+    d = load(path)
+    np.testing.assert_array_equal(d.X, [[1000.0], [2.0]])
+    assert np.isnan(d.y).all()
+    path.write_text("a,y\n1,2\n\nTRUE,3\n")           # pandas alone would read this as 1.0
+    with pytest.raises(DataFileError, match=r"line 4, column 'a': 'TRUE' is not a number"):
+        load(path)
+
+
+@pytest.mark.parametrize("text, match", [
+    ("a,b,y\n1,2,3,4\n4,5,6,7\n", r"data row 1 \(line 2\) has 4 fields but the header has 3"),
+    ("a,b,y\n1,2,3\n\n4,5,6,7\n", r"data row 2 \(line 4\) has 4 fields"),
+    ("a,b,y\n1,2,\n4,5\n", r"data row 2 \(line 3\) has 2 fields"),
+])
+def test_csv_long_and_short_rows(tmp_path, text, match):
+    path = tmp_path / "r.csv"
+    path.write_text(text)
+    with pytest.raises(DataFileError, match=match):
+        load(path)
+
+
+def _sparse_svmlight(path, n: int, p: int, density: float, seed: int):
+    """A random sparse data set written by scikit-learn (1-based): (X csr, y)."""
+    skd = pytest.importorskip("sklearn.datasets")
+    rng = np.random.default_rng(seed)
+    k = max(1, round(density * p))                   # nonzeros per row
+    cols = np.concatenate([np.sort(rng.choice(p, k, replace=False)) for _ in range(n)])
+    X = sp.csr_matrix((rng.standard_normal(n * k), cols, np.arange(0, n * k + 1, k)),
+                      shape=(n, p))
+    y = np.where(X @ rng.standard_normal(p) + 0.1 * rng.standard_normal(n) >= 0, 1.0, -1.0)
+    skd.dump_svmlight_file(X, y, str(path), zero_based=False)
+    return X, y
+
+
+def test_large_sparse_svmlight_stays_sparse(tmp_path):
+    path = tmp_path / "big.svm"
+    X, y = _sparse_svmlight(path, 1000, 50000, 0.001, seed=3)
+    d = load(path)
+    p = X.indices.max() + 1                            # sklearn writes no n_features header
+    assert sp.issparse(d.X) and d.X.format == "csr" and d.X.shape == (1000, p)
+    assert d.X.nnz == X.nnz == 50000
+    stored = d.X.data.nbytes + d.X.indices.nbytes + d.X.indptr.nbytes
+    assert stored < 0.01 * 1000 * 50000 * 8           # < 4 MB where dense X is 400 MB
+    # sklearn writes 16 significant digits
+    assert abs(d.X - X[:, :p]).max() <= 1e-15 * abs(X).max()
+    np.testing.assert_array_equal(d.y, y)
+
+
+def _cli_json(capsys, *args: str) -> dict:
+    import json
+
+    from optmodels.cli import main
+
+    assert main(list(args)) == 0, capsys.readouterr().err
+    return json.loads(capsys.readouterr().out)
+
+
+def test_sparse_svmlight_solves_through_cli(tmp_path, capsys):
+    from optmodels.lad import LAD
+    from optmodels.svm import SVM
+
+    path = tmp_path / "s.svm"
+    X, y = _sparse_svmlight(path, 80, 300, 0.02, seed=5)
+    rec = _cli_json(capsys, "solve", "svm", "--data", str(path), "--json")
+    assert rec["p"] == X.indices.max() + 1 and rec["termination"] == "optimal"
+    assert rec["objective"] == pytest.approx(SVM(X.toarray(), y).solve_full().objective,
+                                             rel=1e-7)
+    rng = np.random.default_rng(6)
+    Xr = sp.random(200, 8, density=0.5, format="csr", random_state=rng)
+    yr = Xr @ rng.standard_normal(8) + rng.standard_normal(200)
+    save(tmp_path / "r.svm", Xr.toarray(), yr)
+    rec = _cli_json(capsys, "solve", "lad", "--data", str(tmp_path / "r.svm"), "--json")
+    assert rec["objective"] == pytest.approx(LAD(Xr.toarray(), yr).solve_full().objective,
+                                             rel=1e-9)
+
+
+@pytest.mark.slow
+def test_large_sparse_svmlight_solves_through_cli(tmp_path, capsys):
+    """1000 x 50000 at 0.1%: ~13 s, ~1 GB peak (the problem classes densify X)."""
+    from optmodels.svm import SVM
+
+    path = tmp_path / "big.svm"
+    X, y = _sparse_svmlight(path, 1000, 50000, 0.001, seed=3)
+    rec = _cli_json(capsys, "solve", "svm", "--data", str(path), "--json")
+    assert rec["termination"] == "optimal" and rec["p"] == X.indices.max() + 1
+    ref = SVM(load(path).X, y).solve_full().objective
+    assert rec["objective"] == pytest.approx(ref, rel=1e-7)
