@@ -43,11 +43,12 @@ from scipy.special import expit, xlogy
 
 from optmodels.problem import Problem
 from optmodels.svm import KERNEL_PARAMS, build_kernel, check_n_features
-from optmodels.validation import Param, check_array, check_labels, check_sample_weight
+from optmodels.validation import Param
 from solvers.backend import get_backend
 from solvers.errors import DataError, ExportError
 from solvers.result import CERTIFICATE_TOL, SolutionStatus, SolveResult, TerminationCondition
 from solvers.smo.certificate import klr_best_intercept, klr_primal, klr_scale
+from solvers.validation import check_array, check_labels, check_sample_weight
 
 
 class KLR(Problem):
@@ -80,8 +81,8 @@ class KLR(Problem):
 
     def __init__(self, X: Any, y: Any, *, sample_weight: Any = None, **params: Any) -> None:
         self._set_params(params)
-        X = check_array(X, "X")
-        y_pm, self.classes_ = check_labels(y, X.shape[0])
+        X = check_array(X, "X", accept_sparse=True)
+        y_pm, self.classes_ = check_labels(y, X.shape[0], warn_column=True)
         w = check_sample_weight(sample_weight, X.shape[0])
         keep = w > 0
         self.kept_ = keep  # rows with positive weight; the model is declared on these
@@ -249,7 +250,7 @@ class KLR(Problem):
 
     def decision_function(self, alpha: np.ndarray, b: float, X_new: Any) -> np.ndarray:
         """f(x) = sum_i alpha_i y_i k(x_i, x) + b."""
-        Xn = check_array(X_new, "X_new")
+        Xn = check_array(X_new, "X_new", accept_sparse=True)
         if self.kernel == "precomputed":
             check_n_features(Xn, self.n, "KLR (precomputed kernel: one column per training row)")
             return Xn @ (alpha * self.y) + b

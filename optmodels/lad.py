@@ -28,10 +28,11 @@ import numpy as np
 import scipy.sparse as sp
 
 from optmodels.problem import Problem
-from optmodels.validation import Param, check_array, check_sample_weight, check_target
+from optmodels.validation import Param
 from solvers.aid.lad import check_loss, lad_natural_scale
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolutionStatus, SolveResult, TerminationCondition
+from solvers.validation import check_array, check_sample_weight, check_target
 
 FORMS = ("primal", "dual")
 
@@ -64,7 +65,8 @@ class LAD(Problem):
 
     def __init__(self, X: Any, y: Any, *, sample_weight: Any = None, **params: Any) -> None:
         self._set_params(params)
-        self._X = check_array(X, "X", min_features=0 if self.params["fit_intercept"] else 1)
+        self._X = check_array(X, "X", min_features=0 if self.params["fit_intercept"] else 1,
+                               accept_sparse=True)
         self.y = check_target(y, self.n)
         self.sample_weight = check_sample_weight(sample_weight, self.n)
 

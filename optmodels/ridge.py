@@ -25,9 +25,10 @@ import scipy.linalg as sla
 import scipy.sparse as sp
 
 from optmodels.problem import Problem
-from optmodels.validation import Param, check_array, check_sample_weight, check_target
+from optmodels.validation import Param
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolutionStatus, SolveResult, TerminationCondition
+from solvers.validation import check_array, check_sample_weight, check_target
 
 
 class Ridge(Problem):
@@ -47,7 +48,7 @@ class Ridge(Problem):
 
     def __init__(self, A: Any, b: Any, *, sample_weight: Any = None, **params: Any) -> None:
         self._set_params(params)
-        self._X = check_array(A, "A")
+        self._X = check_array(A, "A", accept_sparse=True)
         self.b = check_target(b, self.n, "b")
         self.sample_weight = check_sample_weight(sample_weight, self.n)
         sw = np.sqrt(self.sample_weight)

@@ -20,19 +20,18 @@ import numpy as np
 import scipy.sparse as sp
 
 from optmodels.problem import Problem
-from optmodels.validation import (
-    CLASS_WEIGHT_FORMS,
-    Param,
-    check_array,
-    check_class_weight,
-    check_labels,
-    check_sample_weight,
-    resolve_gamma,
-)
+from optmodels.validation import Param, resolve_gamma
 from solvers.errors import DataError
 from solvers.kernels import KERNELS, Kernel
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolveResult, TerminationCondition
+from solvers.validation import (
+    CLASS_WEIGHT_FORMS,
+    check_array,
+    check_class_weight,
+    check_labels,
+    check_sample_weight,
+)
 
 KERNEL_PARAMS: dict[str, Param] = {
     "kernel": Param("choice", "linear", "kernel k(x, z)", choices=KERNELS),
@@ -56,7 +55,7 @@ def build_kernel(params: dict[str, Any], X: np.ndarray) -> Kernel:
 
 def class_weight_vector(class_weight: Any, y: np.ndarray) -> np.ndarray:
     """cw_{y_i} per row: 1 for None; n / (2 n_c) for 'balanced' (n_c rows in the class of row
-    i); w_{y_i} for a dict {-1: w, +1: w} as :func:`optmodels.validation.check_class_weight`
+    i); w_{y_i} for a dict {-1: w, +1: w} as :func:`solvers.validation.check_class_weight`
     returns it (a class left out weighs 1)."""
     if class_weight is None:
         return np.ones_like(y)
@@ -98,8 +97,8 @@ class SVM(Problem):
         self, X: Any, y: Any, *, sample_weight: Any = None, class_weight: Any = None, **params: Any
     ) -> None:
         self._set_params(params)
-        self._X = check_array(X, "X")
-        self.y, self.classes_ = check_labels(y, self.n)
+        self._X = check_array(X, "X", accept_sparse=True)
+        self.y, self.classes_ = check_labels(y, self.n, warn_column=True)
         self.sample_weight = check_sample_weight(sample_weight, self.n)
         if self.params["kernel"] == "precomputed" and self._X.shape != (self.n, self.n):
             raise DataError(
@@ -285,7 +284,7 @@ class SVM(Problem):
     def decision_function(self, result: SolveResult, X_new: Any) -> np.ndarray:
         """f(x) for new rows from a result of this problem (primal or dual form); with
         ``kernel="precomputed"`` X_new holds k(x_new, x_i) for the n training rows."""
-        Xn = check_array(X_new, "X_new")
+        Xn = check_array(X_new, "X_new", accept_sparse=True)
         if result.x is None or "b" not in result.extra or result.extra["b"] is None:
             raise DataError(
                 f"The result has no solution (termination {result.termination.value}); "

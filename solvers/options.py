@@ -15,7 +15,6 @@ problem's ``solve_full``) minus those the problem supplies; a test keeps them eq
 from __future__ import annotations
 
 import dataclasses
-import math
 import numbers
 from collections.abc import Mapping
 from typing import Any
@@ -25,6 +24,7 @@ import numpy as np
 from solvers.errors import DataError
 from solvers.result import CERTIFICATE_TOL
 from solvers.sketch.ridge import RIDGE_METHODS
+from solvers.validation import describe_range, invalid, to_bool, to_number
 
 # Choices and defaults of solvers.aid, kept here so this table module stays import-light
 # (tests/test_options.py checks them against solvers.aid's own constants).
@@ -48,7 +48,9 @@ class Option:
     "right", "neither"); ``choices`` are the accepted strings of a "choice" option (matched
     without regard to case); ``none_ok`` accepts None (the string "none" on the command line);
     ``fraction`` lets an "int" option also take a float in (0, 1], a share of n; ``or_array``
-    lets a "choice" option also take an array (e.g. your own cluster labels).
+    lets a "choice" option also take an array (e.g. your own cluster labels); numbers must be
+    finite unless ``inf_ok`` (a limit that +inf lifts). Numbers are checked by
+    :func:`solvers.validation.to_number`, as problem parameters are.
     """
 
     name: str
@@ -63,6 +65,7 @@ class Option:
     none_ok: bool = False
     fraction: bool = False
     or_array: bool = False
+    inf_ok: bool = False
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -78,16 +81,10 @@ class Option:
         elif self.kind in _PYTHON_ONLY:
             text = f"{_PYTHON_ONLY[self.kind]} (from Python only)"
         else:
-            text = f"{'an int' if self.kind == 'int' else 'a float'} in the range {self._range()}"
+            text = describe_range(self.kind, self.low, self.high, self.closed,
+                                  inf_ok=self.inf_ok)
             text += " or a fraction in (0, 1] of n" if self.fraction else ""
         return text + (" or None" if self.none_ok else "")
-
-    def _range(self) -> str:
-        left = "[" if self.closed in ("left", "both") and self.low is not None else "("
-        right = "]" if self.closed in ("right", "both") and self.high is not None else ")"
-        lo = "-inf" if self.low is None else f"{self.low:g}"
-        hi = "inf" if self.high is None else f"{self.high:g}"
-        return f"{left}{lo}, {hi}{right}"
 
     def convert(self, value: Any) -> Any:
         """The value in its kind, or ValueError (the caller words the message)."""
@@ -96,7 +93,7 @@ class Option:
                 return None
             raise ValueError
         if self.kind == "bool":
-            return _to_bool(value)
+            return to_bool(value)
         if self.kind == "choice":
             return self._to_choice(value)
         if self.kind in _PYTHON_ONLY:
@@ -113,39 +110,15 @@ class Option:
         raise ValueError
 
     def _to_number(self, value: Any) -> float | int:
-        if isinstance(value, str):
-            text = value.strip()
-            value = int(text) if text.lstrip("+-").isdigit() else float(text)
-        if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Real):
-            raise ValueError
-        v = float(value)
-        if math.isnan(v):
-            raise ValueError
-        if self.kind == "int":
-            if self.fraction and 0.0 < v <= 1.0 and not isinstance(value, numbers.Integral):
-                return v
-            if not v.is_integer():
-                raise ValueError
-            return self._in_range(int(v))
-        return self._in_range(v)
-
-    def _in_range(self, v: float | int) -> float | int:
-        low_ok = self.low is None or v > self.low or (v == self.low and self.closed in
-                                                      ("left", "both"))
-        high_ok = self.high is None or v < self.high or (v == self.high and self.closed in
-                                                         ("right", "both"))
-        if not (low_ok and high_ok) or (math.isinf(v) and self.high is not None):
-            raise ValueError
-        return v
-
-
-def _to_bool(value: Any) -> bool:
-    """Strict: a bool, or one of the strings true/false/1/0 (any case)."""
-    if isinstance(value, (bool, np.bool_)):
-        return bool(value)
-    if isinstance(value, str) and value.strip().lower() in ("true", "false", "1", "0"):
-        return value.strip().lower() in ("true", "1")
-    raise ValueError
+        """:func:`solvers.validation.to_number` on the option's range; with ``fraction`` a
+        non-integer in (0, 1] is kept as a share of n."""
+        whole = isinstance(value, numbers.Integral) or (
+            isinstance(value, str) and value.strip().lstrip("+-").isdigit())
+        if self.fraction and not whole:
+            share = to_number(value, "float")
+            if 0.0 < share <= 1.0:
+                return share
+        return to_number(value, self.kind, self.low, self.high, self.closed, inf_ok=self.inf_ok)
 
 
 def _to_python_only(kind: str, value: Any) -> Any:
@@ -195,10 +168,7 @@ def validate_options(table: OptionTable, given: Mapping[str, Any], owner: str) -
         try:
             out[name] = spec.convert(value)
         except (ValueError, TypeError, OverflowError):
-            raise DataError(
-                f"The {name!r} option of {owner} must be {spec.describe()}. "
-                f"Got {value!r} instead."
-            ) from None
+            raise invalid(name, owner, spec.describe(), value, noun="option") from None
     return out
 
 
@@ -221,7 +191,8 @@ def _max_iter(default: int | None, meaning: str, symbol: str = "") -> Option:
 
 
 def _time_limit(meaning: str = "wall-clock limit in seconds (TIME_LIMIT when reached)") -> Option:
-    return Option("time_limit", "float", None, meaning, low=0.0, closed="neither", none_ok=True)
+    return Option("time_limit", "float", None, meaning, low=0.0, closed="neither", none_ok=True,
+                  inf_ok=True)
 
 
 def _tol(default: float, meaning: str, symbol: str = "", *, zero_ok: bool = False) -> Option:

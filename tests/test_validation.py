@@ -46,7 +46,7 @@ def test_shapes(name):
         cls(X, y[:-1])
     with pytest.raises(ValueError, match="0 sample"):
         cls(np.zeros((0, 3)), np.zeros(0))
-    with pytest.raises(ValueError, match=r"sample_weight must have shape \(20,\)"):
+    with pytest.raises(ValueError, match=r"'sample_weight' must have shape \(20,\)"):
         cls(X, y, sample_weight=np.ones((20, 2)))
     with pytest.raises(ValueError, match="Complex data not supported"):
         cls(X + 1j, y)

@@ -21,8 +21,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from optmodels.problem import Problem
 from optmodels.strategies import check_strategy_options, strategies_for
-from optmodels.validation import Param, check_sample_weight, validate_params
+from optmodels.validation import Param, validate_params
 from solvers.result import SolveResult, TerminationCondition
+from solvers.validation import check_sample_weight
 
 USABLE_LIMITS = (
     TerminationCondition.CONVERGED,
