@@ -705,7 +705,7 @@ def test_case23_smo_iteration_cap_warns_with_the_count():
     assert not res.is_optimal
     est = SVMClassifier(C=1e8, kernel="linear", strategy="smo",
                         strategy_options={"max_iter": 50})
-    with pytest.warns(ConvergenceWarning, match="iteration_limit"):
+    with pytest.warns(ConvergenceWarning, match="iteration_limit after 50 iterations"):
         est.fit(Xd, yd)
 
 

@@ -106,7 +106,8 @@ def check_status(result: SolveResult, owner: str) -> SolveResult:
     gap = "unknown" if result.gap is None else f"{result.gap:.2e}"
     warnings.warn(
         f"{owner} (strategy {result.strategy!r}) stopped with termination="
-        f"{result.termination.value}: the model is usable but not certified optimal (relative "
+        f"{result.termination.value} after {result.iterations} iterations: the model is usable "
+        "but not certified optimal (relative "
         f"gap {gap}, certificate tolerance {result.certificate_tol:.0e}). Tighten 'tol' or raise "
         "'max_iter' in strategy_options, or use strategy='full'.",
         ConvergenceWarning,
