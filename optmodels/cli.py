@@ -7,12 +7,22 @@
     optmodels export   {lad,svm,ridge} --data FILE --out FILE.{mps,lp} [--param KEY=VALUE ...]
                        [--form F] [--mps-format {free,fixed}]
     optmodels generate {lad,svm,klr,ridge} --n N --p P --seed S --out FILE
+    optmodels fit      {lad,svm,klr,ridge} --data FILE --model-out MODEL [--strategy S]
+                       [--param KEY=VALUE ...] [--json]
+    optmodels predict  --model MODEL --data FILE [--out FILE.csv] [--proba]
 
 ``--param`` keys that the problem declares (C, kernel, gamma, degree, coef0, alpha,
 fit_intercept, lam, bound_tol) configure the problem; the others (tol, time_limit, max_iter,
 form, ...) are strategy options, checked by the strategy's table (``solvers.options``). With
 ``compare``, ``--param STRATEGY.KEY=VALUE`` (e.g. ``--param rfd.m=64``) sets one strategy's
 option and a bare ``--param KEY=VALUE`` goes to every compared strategy that has the option.
+With ``fit``, keys the estimator takes (e.g. SVMClassifier's C, kernel, probability,
+class_weight=balanced) are its hyperparameters and the others its ``strategy_options``.
+
+``solve`` and ``fit`` report the coefficients under the data file's feature names (LAD, ridge,
+linear SVM; the intercept last) or, for kernel models, the number of support vectors. ``fit``
+writes a model file (:mod:`optmodels.model_io`: arrays and a JSON header, never pickle) that
+``predict`` reads; the target column is optional for ``predict``.
 
 Exit status: 0 done; 2 bad input (one line on stderr naming the fix); 3 the solve did not end
 at a verified optimum; 1 an internal error (one line; the traceback is written to a log file).
@@ -21,12 +31,18 @@ at a verified optimum; 1 an internal error (one line; the traceback is written t
 from __future__ import annotations
 
 import argparse
+import csv
+import dataclasses
 import importlib
+import itertools
 import json
 import os
 import sys
 import tempfile
 import traceback
+import warnings
+import zipfile
+from collections.abc import Collection
 from pathlib import Path
 from typing import Any
 
@@ -42,10 +58,8 @@ EXIT_NOT_OPTIMAL = 3
 
 OPTIONAL_DEPENDENCIES = {
     "matplotlib": "plot",
-    "pandas": "plot",
     "ecos": "ecos",
     "dask": "dask",
-    "sklearn": "compare",
     "statsmodels": "compare",
 }
 """Optional modules and the extra that installs them (``pip install "optmodels[extra]"``)."""
@@ -129,6 +143,24 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("problem", nargs="?", choices=sorted(PROBLEMS), help="one problem")
     i.add_argument("strategy", nargs="?", help="one strategy of that problem")
 
+    f = sub.add_parser("fit", parents=[data_args], help="fit an estimator and save the model")
+    f.add_argument("problem", choices=sorted(PROBLEMS), help="the problem to fit")
+    f.add_argument("--data", required=True, help="data file (.csv, .svm/.libsvm/.txt, .npz)")
+    f.add_argument(
+        "--strategy", default=None, help="solution strategy (default: the estimator's own)"
+    )
+    f.add_argument("--model-out", required=True, metavar="MODEL", help="model file to write")
+    f.add_argument("--json", action="store_true", help="print one JSON object")
+
+    pr = sub.add_parser("predict", help="predict with a saved model")
+    pr.add_argument("--model", required=True, help="model file written by optmodels fit")
+    pr.add_argument("--data", required=True, help="data file; its target column is optional")
+    pr.add_argument("--target", default="y", help="target column to leave out (default y)")
+    pr.add_argument("--out", default=None, metavar="FILE.csv", help="write the predictions")
+    pr.add_argument(
+        "--proba", action="store_true", help="class probabilities (classifiers with predict_proba)"
+    )
+
     g = sub.add_parser("generate", help="write a seeded synthetic instance")
     g.add_argument("problem", choices=sorted(PROBLEMS), help="the problem the data is for")
     g.add_argument("--n", type=int, required=True, help="number of rows")
@@ -152,6 +184,8 @@ def main(argv: list[str] | None = None) -> int:
         "export": _export,
         "generate": _generate,
         "info": _info,
+        "fit": _fit,
+        "predict": _predict,
     }
     try:
         return command[args.command](args)
@@ -212,14 +246,18 @@ def _load(args: argparse.Namespace) -> Any:
 
 
 def _split_params(
-    problem_name: str, pairs: list[str], strategies: list[str]
+    problem_name: str,
+    pairs: list[str],
+    strategies: list[str],
+    declared: Collection[str] | None = None,
 ) -> tuple[dict[str, str], dict[str, dict[str, str]]]:
     """Problem parameters, and each strategy's options (values stay strings: the tables
     convert them). ``S.KEY=V`` goes to strategy S; a bare key is a problem parameter if the
-    problem declares it, else an option of every strategy in ``strategies`` that has it."""
+    problem declares it (or it is in ``declared``, e.g. an estimator's hyperparameters), else
+    an option of every strategy in ``strategies`` that has it."""
     from optmodels.strategies import options_for
 
-    declared = PROBLEMS[problem_name].PARAMS
+    declared = PROBLEMS[problem_name].PARAMS if declared is None else declared
     model: dict[str, str] = {}
     options: dict[str, dict[str, str]] = {s: {} for s in strategies}
     for key, value in parse_param_strings(pairs).items():
@@ -236,19 +274,21 @@ def _split_params(
         else:
             owners = [s for s in strategies if key in options_for(problem_name, s)]
             if not owners:
-                raise ValueError(_unknown_param(problem_name, key, strategies))
+                raise ValueError(_unknown_param(problem_name, key, strategies, declared))
             for s in owners:
                 options[s][key] = value
     return model, options
 
 
-def _unknown_param(problem_name: str, key: str, strategies: list[str]) -> str:
+def _unknown_param(
+    problem_name: str, key: str, strategies: list[str], declared: Collection[str]
+) -> str:
     from optmodels.strategies import options_for
 
     names = sorted({n for s in strategies for n in options_for(problem_name, s)})
     return (
         f"Unknown parameter {key!r}: not a parameter of {problem_name} "
-        f"({', '.join(PROBLEMS[problem_name].PARAMS)}) nor an option of strategy "
+        f"({', '.join(declared)}) nor an option of strategy "
         f"{', '.join(strategies)} ({', '.join(names)})."
     )
 
@@ -281,12 +321,44 @@ def _solve(args: argparse.Namespace) -> int:
     from optmodels.compare import record
 
     rec = record(problem, res)
+    named = _named_solution(problem, res, data.feature_names)
+    rec.update(named)
     if args.json:
         print(json.dumps(rec))
     else:
-        for key, value in rec.items():
-            print(f"{key:>16}: {value}")
+        names = list(named["coefficients"]) if "coefficients" in named else None
+        if names is not None and len(names) != np.size(res.x):  # a dual linear SVM: w given
+            res = dataclasses.replace(res, x=np.array(list(named["coefficients"].values())))
+        print(res.summary(names, n_support=named.get("n_support_vectors")))
     return 0 if res.is_optimal else EXIT_NOT_OPTIMAL
+
+
+def _named_solution(problem: Any, res: Any, names: list[str]) -> dict[str, Any]:
+    """``coefficients`` {feature name: value} and ``intercept`` for LAD, ridge and the linear
+    SVM (w from ``extra['w']`` or X'(alpha y) in the dual form); ``n_support_vectors`` (alpha_i
+    above 1e-8 max alpha) for kernel models."""
+    if res.x is None:
+        return {}
+    extra = res.extra
+    w = np.asarray(res.x, dtype=float).ravel()
+    if getattr(problem, "NAME", "") in ("svm", "klr") and extra.get("form") != "primal":
+        alpha = np.asarray(extra.get("alpha", res.x), dtype=float)
+        if problem.NAME == "klr" or problem.kernel != "linear":
+            n_sv = int(np.count_nonzero(alpha > SUPPORT_REL * max(float(alpha.max()), 0.0)))
+            return {"n_support_vectors": int(extra.get("n_sv", n_sv))}
+        w = np.asarray(extra["w"] if extra.get("w") is not None
+                       else problem._X.T @ (alpha * problem.y), dtype=float)
+    if w.size != len(names):
+        return {}
+    out: dict[str, Any] = {"coefficients": dict(zip(names, w.tolist(), strict=True))}
+    tail = next((k for k in ("intercept", "b") if extra.get(k) is not None), None)
+    if tail is not None:
+        out["intercept"] = float(extra[tail])
+    return out
+
+
+SUPPORT_REL = 1e-8
+"""A row is a support vector when alpha_i > SUPPORT_REL * max alpha (as the estimators)."""
 
 
 SOLUTION_FORMATS = (".npy", ".csv", ".json")
@@ -405,6 +477,204 @@ def _info(args: argparse.Namespace) -> int:
     print(describe(args.problem, args.strategy))
     return 0
 
+
+
+ESTIMATOR_OF = {
+    "lad": "LADRegressor",
+    "ridge": "RidgeRegressor",
+    "svm": "SVMClassifier",
+    "klr": "KLRClassifier",
+}
+"""The estimator ``optmodels fit PROBLEM`` fits."""
+
+
+def _fit(args: argparse.Namespace) -> int:
+    """Fit the problem's estimator on the data file and save it (see :mod:`optmodels.model_io`)."""
+    _require("sklearn", "fit")
+    from optmodels.model_io import estimator_classes, save_model
+    from optmodels.strategies import check_strategy_options, options_for
+
+    est = estimator_classes()[ESTIMATOR_OF[args.problem]]()
+    strategy = args.strategy or est.strategy
+    options_for(args.problem, strategy)  # an unknown strategy fails before loading data
+    declared = [k for k in est.get_params() if k not in ("strategy", "strategy_options")]
+    hyper, per = _split_params(args.problem, args.param, [strategy], declared)
+    options = check_strategy_options(args.problem, strategy, per[strategy])
+    est.set_params(**_hyperparameters(est, hyper), strategy=strategy,
+                   strategy_options=options or None)
+    data = _load(args)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        est.fit(data.X, data.y, sample_weight=data.sample_weight)
+    save_model(est, args.model_out, feature_names=data.feature_names)
+    results = est.result_ if isinstance(est.result_, list) else [est.result_]
+    if args.json:
+        from optmodels.model_io import fit_record
+
+        print(json.dumps({"model": str(args.model_out), "problem": args.problem,
+                          "estimator": type(est).__name__, "strategy": strategy,
+                          "fit": [fit_record(r) for r in results],
+                          **_estimator_coefficients(est, data.feature_names)}))
+    else:
+        print(_fit_text(est, results, data.feature_names))
+        print(f"wrote {args.model_out}")
+    for w in caught:
+        print(f"optmodels fit: warning: {_one_line(w.message)}", file=sys.stderr)
+    return 0 if all(r.is_optimal for r in results) else EXIT_NOT_OPTIMAL
+
+
+def _hyperparameters(est: Any, given: dict[str, str]) -> dict[str, Any]:
+    """--param strings converted by the estimator's own table (class_weight: balanced/none)."""
+    from optmodels.validation import validate_params
+
+    out = dict(given)
+    if "class_weight" in out:
+        value = out.pop("class_weight").strip().lower()
+        if value not in ("balanced", "none"):
+            raise ValueError(
+                f"--param class_weight={given['class_weight']}: on the command line "
+                "class_weight is 'balanced' or 'none'; use the Python estimator for a dict."
+            )
+        out["class_weight"] = None if value == "none" else value
+    table = {k: v for k, v in type(est)._HYPER.items() if k in out}
+    out.update(validate_params(type(est).__name__, table, {k: out[k] for k in table}))
+    return out
+
+
+def _estimator_coefficients(est: Any, names: list[str]) -> dict[str, Any]:
+    """JSON: ``coefficients`` {name: value} and ``intercept`` (regressors, linear SVM; one
+    entry per class pair under ``pairs`` for more than two classes, signed as scikit-learn's
+    SVC), ``n_support_vectors`` and ``n_support`` per class for the classifiers."""
+    if not hasattr(est, "classes_"):
+        return {"coefficients": dict(zip(names, est.coef_.tolist(), strict=True)),
+                "intercept": float(est.intercept_)}
+    out: dict[str, Any] = {
+        "n_support_vectors": int(est.support_.size),
+        "n_support": {str(c): int(n) for c, n in zip(est.classes_.tolist(), est.n_support_,
+                                                       strict=True)},
+    }
+    if not hasattr(est, "coef_"):
+        return out
+    tables = [
+        {"classes": [est.classes_[i].item(), est.classes_[j].item()],
+         "coefficients": dict(zip(names, est.coef_[k].tolist(), strict=True)),
+         "intercept": float(est.intercept_[k])}
+        for k, (i, j) in enumerate(itertools.combinations(range(est.classes_.size), 2))
+    ]
+    if len(tables) == 1:
+        return {**out, "coefficients": tables[0]["coefficients"],
+                "intercept": tables[0]["intercept"]}
+    return {**out, "pairs": tables}
+
+
+def _fit_text(est: Any, results: list[Any], names: list[str]) -> str:
+    """Each solve's summary, then the coefficients (or support vectors) of the estimator."""
+    from solvers.result import coefficient_table
+
+    named = _estimator_coefficients(est, names)
+    blocks = [r.summary() for r in results]
+    if "n_support_vectors" in named:
+        per = ", ".join(f"{c}: {n}" for c, n in named["n_support"].items())
+        blocks.append(f"Support vectors: {named['n_support_vectors']} (per class {per})")
+    for table in named.get("pairs", [named] if "coefficients" in named else []):
+        title = "coef" if "classes" not in table else "coef {} vs {}".format(*table["classes"])
+        blocks.append(coefficient_table([*table["coefficients"], "intercept"],
+                                        [*table["coefficients"].values(), table["intercept"]],
+                                        header=title))
+    return "\n".join(blocks)
+
+
+def _predict(args: argparse.Namespace) -> int:
+    """Predictions (or class probabilities) of a saved model on a data file, as CSV."""
+    _require("sklearn", "predict")
+    from optmodels.model_io import read_model
+
+    if args.out is not None and Path(args.out).suffix.lower() != ".csv":
+        raise ValueError(f"--out {args.out!r}: predictions are written as CSV; end it in .csv.")
+    est, header = read_model(args.model)
+    if args.proba and not hasattr(est, "predict_proba"):
+        raise ValueError(
+            f"--proba: this {header['estimator']} gives no probabilities; drop --proba, or fit "
+            "an SVMClassifier with --param probability=true (KLR always has them)."
+        )
+    X = _features(args.data, args.target, header["feature_names"])
+    if args.proba:
+        columns = [f"proba_{c}" for c in est.classes_.tolist()]
+        rows = est.predict_proba(X).tolist()
+    else:
+        columns, rows = ["prediction"], [[v] for v in est.predict(X).tolist()]
+    if args.out is None:
+        _write_csv(sys.stdout, columns, rows)
+        return 0
+    from instances.atomic import atomic_write
+
+    with atomic_write(args.out, text=True) as fh:
+        _write_csv(fh, columns, rows)
+    print(f"wrote {args.out} ({len(rows)} rows)")
+    return 0
+
+
+def _write_csv(fh: Any, columns: list[str], rows: list[list[Any]]) -> None:
+    """CSV rows; floats as repr (they read back exactly)."""
+    writer = csv.writer(fh, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows([repr(v) if isinstance(v, float) else v for v in row] for row in rows)
+
+
+def _features(path: str, target: str, model_names: list[str]) -> Any:
+    """X of a data file whose target column may be missing, checked against the model's
+    features (count; names too, unless the file has none)."""
+    from instances.io import _default_names, load
+
+    columns = _columns(path)
+    if columns is None or target in columns:
+        data = load(path, target=target)
+        X, names = data.X, data.feature_names
+    elif Path(path).suffix.lower() == ".npz":
+        X, names = _npz_features(path)
+    else:  # a CSV without the target: read its first column as the "target", put it back
+        first = columns[0]
+        data = load(path, target=first)
+        X = np.column_stack([data.y, data.X]) if first != "sample_weight" else data.X
+        names = [first, *data.feature_names] if first != "sample_weight" else data.feature_names
+    if X.shape[1] != len(model_names):
+        raise ValueError(
+            f"--data {path}: {X.shape[1]} feature columns, but the model was fitted on "
+            f"{len(model_names)} ({', '.join(model_names)}); pass data with those columns."
+        )
+    if names != model_names and names != _default_names(len(names)):
+        raise ValueError(
+            f"--data {path}: feature columns {names} differ from the model's {model_names}; "
+            "pass data with the model's columns, in its order."
+        )
+    return X
+
+
+def _columns(path: str) -> list[str] | None:
+    """The column (or array) names of a CSV (.npz) file; None for other formats."""
+    suffix = Path(path).suffix.lower()
+    if suffix == ".npz" and zipfile.is_zipfile(path):
+        with np.load(path, allow_pickle=False) as z:
+            return list(z.files)
+    if suffix != ".csv" or not Path(path).is_file():
+        return None
+    with open(path, encoding="utf-8-sig", newline="") as fh:
+        for row in csv.reader(fh):
+            if any(c.strip() for c in row):
+                return [c.strip() for c in row]
+    return None
+
+
+def _npz_features(path: str) -> tuple[np.ndarray, list[str]]:
+    """X and names of an .npz without a target array (arrays only, no pickle)."""
+    with np.load(path, allow_pickle=False) as z:
+        if "X" not in z.files or z["X"].ndim != 2 or z["X"].dtype.kind not in "biuf":
+            raise ValueError(f"--data {path}: no numeric 2-D array 'X'; save with instances.io.")
+        X = np.asarray(z["X"], dtype=np.float64)
+        names = [str(s) for s in z["feature_names"]] if "feature_names" in z.files else None
+    from instances.io import _default_names
+
+    return X, names if names and len(names) == X.shape[1] else _default_names(X.shape[1])
 
 if __name__ == "__main__":
     sys.exit(main())

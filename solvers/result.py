@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import itertools
 from typing import Any
 
 import numpy as np
@@ -178,6 +179,101 @@ class SolveResult:
             dual_available=self.extra.get("duals") is not None
             or self.extra.get("alpha") is not None,
         )
+
+    def summary(self, names: list[str] | None = None, *, n_support: int | None = None) -> str:
+        """A statsmodels-like report: status, certificate (certified, gap, tolerance, natural
+        scale), objective, bound, iterations, times (wall, build, solve), solver and version;
+        then, with ``names`` (one per entry of ``x``), the coefficient table, with the intercept
+        (``extra['intercept']`` or ``extra['b']``) last; ``n_support`` adds the number of
+        support vectors (kernel models). Numbers are formatted by :func:`format_number`."""
+        left = [
+            ("Status:", self.termination.value),
+            ("Solution:", self.solution_status.value),
+            ("Certified:", format_number(bool(self.certified and self.is_optimal))),
+            ("Relative gap:", format_number(self.gap, "gap")),
+            ("Tolerance:", format_number(self.certificate_tol)),
+            ("Natural scale:", format_number(self.scale)),
+            ("Objective:", format_number(self.objective)),
+            ("Bound:", format_number(self.bound)),
+        ]
+        right = [
+            ("Strategy:", self.strategy),
+            ("Solver:", " ".join(s for s in (self.solver, self.solver_version) if s) or "-"),
+            ("Iterations:", format_number(self.iterations)),
+            ("Wall time:", format_number(self.time, "seconds")),
+            ("Build time:", format_number(self.build_time, "seconds")),
+            ("Solve time:", format_number(self.solve_time, "seconds")),
+        ]
+        if n_support is not None:
+            right.append(("Support vectors:", format_number(n_support)))
+        rows = [_pair_cells(a, b) for a, b in itertools.zip_longest(left, right)]
+        lines = ["=" * SUMMARY_WIDTH, "Solve result".center(SUMMARY_WIDTH).rstrip(),
+                 "=" * SUMMARY_WIDTH, *rows]
+        if names is not None:
+            lines += ["-" * SUMMARY_WIDTH, coefficient_table(*self._coefficients(names))]
+        return "\n".join([*lines, "=" * SUMMARY_WIDTH])
+
+    def __str__(self) -> str:
+        return self.summary()
+
+    def _coefficients(self, names: list[str]) -> tuple[list[str], list[float]]:
+        """``names`` with the values of ``x``, plus the intercept when the result has one."""
+        x = [] if self.x is None else np.asarray(self.x, dtype=float).ravel().tolist()
+        if len(names) != len(x):
+            raise ValueError(
+                f"summary(names=...) needs one name per entry of x ({len(x)}); got "
+                f"{len(names)} names. Pass the feature names of a primal (coefficient) solution."
+            )
+        tail = next((k for k in ("intercept", "b") if self.extra.get(k) is not None), None)
+        if tail is None:
+            return list(names), x
+        return [*names, "intercept"], [*x, float(self.extra[tail])]
+
+
+SUMMARY_WIDTH = 78
+"""Width of :meth:`SolveResult.summary` and :func:`coefficient_table`."""
+
+
+def format_number(value: Any, kind: str = "value") -> str:
+    """The one number format of the reports: ``None`` as "-", bools as yes/no, ints as they
+    are, floats with 6 significant digits; ``kind="seconds"``: 3 significant digits and a unit
+    ("2.93 s", "412 ms", "1234 s"); ``kind="gap"``: |gap| < 1e-12 shown as 0, else 3
+    significant digits."""
+    if value is None:
+        return "-"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    v = float(value)
+    if not np.isfinite(v):
+        return str(v)
+    if kind == "seconds":
+        if 0 < v < 1.0:
+            return f"{v * 1e3:.3g} ms"
+        return f"{v:.0f} s" if v >= 1000 else f"{v:.3g} s"
+    if kind == "gap":
+        return "0" if abs(v) < 1e-12 else f"{v:.3g}"
+    if kind != "value":
+        raise ValueError(f"format_number: kind must be 'value', 'seconds' or 'gap'; got {kind!r}.")
+    return f"{v:.6g}"
+
+
+def coefficient_table(names: list[str], values: list[float], header: str = "coef") -> str:
+    """Names left, values right-aligned (:func:`format_number`), under a header row."""
+    width = max([len(header), *(len(n) for n in names)])
+    cells = [format_number(float(v)) for v in values]
+    col = max([len(header), *(len(c) for c in cells)]) + 4
+    rows = [f"{'':<{width}}{header:>{col}}"]
+    rows += [f"{n:<{width}}{c:>{col}}" for n, c in zip(names, cells, strict=True)]
+    return "\n".join(rows)
+
+
+def _pair_cells(a: tuple[str, str] | None, b: tuple[str, str] | None) -> str:
+    half = SUMMARY_WIDTH // 2
+    left = "" if a is None else f"{a[0]:<16}{a[1]:>{half - 18}}"
+    right = "" if b is None else f"{b[0]:<18}{b[1]:>{SUMMARY_WIDTH - half - 18}}"
+    return f"{left:<{half}}{right}".rstrip()
 
 
 def relative_gap(objective: float, bound: float | None, scale: float | None) -> float | None:

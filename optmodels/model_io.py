@@ -1,0 +1,407 @@
+"""Fitted estimators in a safe file: one ``.npz`` of plain arrays plus a JSON header.
+
+    save_model(estimator, "model.npz", feature_names=["age", "dose"])
+    estimator = load_model("model.npz")        # predictions equal the saved estimator's
+    header = read_header("model.npz")          # what was fitted, how, and how well
+
+The file is a NumPy ``.npz`` archive written with :func:`numpy.savez` (through
+:func:`instances.atomic.atomic_write`). It holds the learned arrays of the estimator and one
+extra entry, ``__header__``: a 0-d unicode array with the JSON header. Loading uses
+``np.load(..., allow_pickle=False)`` and builds the estimator from a fixed table of the four
+estimator classes, so a model file can never run code: no pickle, no import by name.
+
+The header records the format and its version (:data:`FORMAT_VERSION`), the toolkit version, the
+problem, the estimator class, its hyperparameters (strategy and strategy options among them),
+each solve's termination / certificate / gap, the feature names, the classes (labels of JSON
+types: str, int, float, bool; labels that do not survive the JSON round trip are refused on
+saving), the kernel, and ``arrays_sha256``: SHA-256 over the arrays (sorted by name; each
+contributes its name, dtype, shape and C-order bytes).
+
+:func:`load_model` refuses, with a one-line :class:`ModelFileError` (a ``ValueError``), a file
+that is not such an archive, another format or format version, a header with missing or
+unexpected keys, an unexpected or missing array, an array of the wrong dtype or shape, an object
+array, or arrays whose hash differs from the header's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import zipfile
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+FORMAT = "optmodels-model"
+FORMAT_VERSION = 1
+"""Version of the file layout; a file of another version is refused (refit and save again)."""
+HEADER_KEY = "__header__"
+
+PROBLEM_OF = {
+    "LADRegressor": "lad",
+    "RidgeRegressor": "ridge",
+    "SVMClassifier": "svm",
+    "KLRClassifier": "klr",
+}
+"""Estimator class name -> problem name; the only classes a model file can name."""
+
+_HEADER_KEYS = (
+    "format", "format_version", "toolkit_version", "problem", "estimator", "hyperparameters",
+    "strategy", "strategy_options", "fit", "n_features_in", "feature_names", "feature_names_in",
+    "classes", "classes_dtype", "kernel", "n_iter", "arrays_sha256",
+)
+
+# Array schemas: name -> (dtype, shape in symbols: p features, k classes, m = k(k-1)/2 pairs,
+# s support vectors), and whether the array is required.
+_LINEAR = {"coef_": ("<f8", ("p",), True), "intercept_": ("<f8", (), True)}
+_PAIRS = {
+    "support_": ("<i4", ("s",), True),
+    "support_vectors_": ("<f8", ("s", "p"), True),
+    "n_support_": ("<i4", ("k",), True),
+    "dual_coef_": ("<f8", ("k-1", "s"), True),
+    "intercept_": ("<f8", ("m",), True),
+    "n_iter_": ("<i8", ("m",), True),
+    "coef_": ("<f8", ("m", "p"), False),
+    "probA_": ("<f8", ("m",), False),
+    "probB_": ("<f8", ("m",), False),
+}
+_SCHEMA = {"LADRegressor": _LINEAR, "RidgeRegressor": _LINEAR, "SVMClassifier": _PAIRS,
+           "KLRClassifier": _PAIRS}
+_LABEL_KINDS = "biufU"
+
+
+class ModelFileError(ValueError):
+    """A model file cannot be written or read; the message (one line) names the path and why."""
+
+
+def estimator_classes() -> dict[str, type]:
+    """The estimator classes a model file may name (needs scikit-learn)."""
+    from optmodels.estimators import KLRClassifier, LADRegressor, RidgeRegressor, SVMClassifier
+
+    classes = (LADRegressor, RidgeRegressor, SVMClassifier, KLRClassifier)
+    return {c.__name__: c for c in classes}
+
+
+# ---- saving ------------------------------------------------------------------------------------
+def save_model(
+    estimator: Any, path: str | os.PathLike[str], *, feature_names: Sequence[str] | None = None
+) -> dict[str, Any]:
+    """Write the fitted ``estimator`` to ``path`` (atomically); returns the header written.
+
+    ``feature_names`` (p names, e.g. a data file's header) label the coefficients; by default
+    the estimator's ``feature_names_in_`` (DataFrame input) or ``x1 .. xp``."""
+    from instances.atomic import atomic_write
+
+    arrays = _learned_arrays(estimator, path)
+    header = _header(estimator, path, arrays, feature_names)
+    text = json.dumps(header, allow_nan=False, sort_keys=True)
+    with atomic_write(path) as fh:
+        np.savez(fh, **{HEADER_KEY: np.array(text)}, **arrays)
+    return header
+
+
+def _learned_arrays(est: Any, path: Any) -> dict[str, np.ndarray]:
+    name = type(est).__name__
+    if name not in _SCHEMA:
+        raise ModelFileError(
+            f"{path}: cannot save a {name}; model files hold one of {', '.join(_SCHEMA)}."
+        )
+    if not hasattr(est, "n_features_in_"):
+        raise ModelFileError(f"{path}: the {name} is not fitted; call fit(X, y) before saving.")
+    out = {}
+    for key, (dtype, _, required) in _SCHEMA[name].items():
+        if required or hasattr(est, key):
+            out[key] = np.array(getattr(est, key), dtype=dtype, order="C")
+    return out
+
+
+def _header(est: Any, path: Any, arrays: dict[str, np.ndarray], names: Any) -> dict[str, Any]:
+    from optmodels import __version__
+
+    name = type(est).__name__
+    params = est.get_params(deep=False)
+    p = int(est.n_features_in_)
+    own = getattr(est, "feature_names_in_", None)
+    names = list(own) if names is None and own is not None else names
+    names = [f"x{j + 1}" for j in range(p)] if names is None else [str(s) for s in names]
+    if len(names) != p:
+        raise ModelFileError(
+            f"{path}: feature_names has {len(names)} names but the model has {p} features; "
+            "pass one name per column of X."
+        )
+    classes, dtype = _encode_classes(getattr(est, "classes_", None), path)
+    kernel = getattr(est, "kernel_", None)
+    results = est.result_ if isinstance(est.result_, list) else [est.result_]
+    return {
+        "format": FORMAT,
+        "format_version": FORMAT_VERSION,
+        "toolkit_version": __version__,
+        "problem": PROBLEM_OF[name],
+        "estimator": name,
+        "hyperparameters": _to_json(params, "hyperparameters", path),
+        "strategy": params["strategy"],
+        "strategy_options": _to_json(params["strategy_options"], "strategy_options", path),
+        "fit": [fit_record(r) for r in results],
+        "n_features_in": p,
+        "feature_names": names,
+        "feature_names_in": own is not None,
+        "classes": classes,
+        "classes_dtype": dtype,
+        "kernel": None if kernel is None else {
+            "name": kernel.name, "gamma": float(kernel.gamma), "degree": int(kernel.degree),
+            "coef0": float(kernel.coef0)},
+        "n_iter": int(est.n_iter_) if np.ndim(est.n_iter_) == 0 else None,
+        "arrays_sha256": arrays_sha256(arrays),
+    }
+
+
+def fit_record(res: Any) -> dict[str, Any]:
+    """A solve's outcome in JSON terms: strategy, solver, termination, certified, gap, ..."""
+    return {
+        "strategy": res.strategy,
+        "solver": res.solver,
+        "termination": res.termination.value,
+        "certified": bool(res.certified and res.is_optimal),
+        "gap": _finite(res.gap),
+        "certificate_tol": float(res.certificate_tol),
+        "objective": _finite(res.objective),
+        "bound": _finite(res.bound),
+        "iterations": int(res.iterations),
+    }
+
+
+def _finite(v: Any) -> float | None:
+    return None if v is None or not np.isfinite(v) else float(v)
+
+
+def arrays_sha256(arrays: Mapping[str, np.ndarray]) -> str:
+    """SHA-256 over the arrays sorted by name: name, dtype, shape and C-order bytes of each."""
+    h = hashlib.sha256()
+    for key in sorted(arrays):
+        a = np.array(arrays[key], order="C", copy=True)
+        h.update(f"{key}\0{a.dtype.str}\0{a.shape}\0".encode())
+        h.update(a.tobytes())
+    return h.hexdigest()
+
+
+_PAIRS_TAG = "__pairs__"
+
+
+def _to_json(value: Any, where: str, path: Any) -> Any:
+    """``value`` as JSON data (numpy scalars unwrapped; a dict with non-str keys, such as a
+    class_weight of int labels, as {"__pairs__": [[key, value], ...]}); refuses the rest."""
+    if isinstance(value, np.generic):
+        value = value.item()
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        if not np.isfinite(value):
+            raise ModelFileError(f"{path}: {where} is {value!r}; model files keep finite numbers.")
+        return value
+    if isinstance(value, Mapping):
+        items = [(_to_json(k, f"a key of {where}", path), _to_json(v, f"{where}[{k!r}]", path))
+                 for k, v in value.items()]
+        if all(isinstance(k, str) and k != _PAIRS_TAG for k, _ in items):
+            return dict(items)
+        return {_PAIRS_TAG: [list(kv) for kv in items]}
+    if isinstance(value, (list, tuple)):
+        return [_to_json(v, f"{where}[{i}]", path) for i, v in enumerate(value)]
+    raise ModelFileError(
+        f"{path}: {where} holds a {type(value).__name__}; model files keep JSON values only "
+        "(None, bool, numbers, str, lists, dicts). Drop it or pass plain values."
+    )
+
+
+def _from_json(value: Any) -> Any:
+    if isinstance(value, dict):
+        if set(value) == {_PAIRS_TAG}:
+            return {_hashable(k): _from_json(v) for k, v in value[_PAIRS_TAG]}
+        return {k: _from_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_json(v) for v in value]
+    return value
+
+
+def _hashable(k: Any) -> Any:
+    return tuple(k) if isinstance(k, list) else k
+
+
+def _encode_classes(classes: Any, path: Any) -> tuple[list | None, str | None]:
+    """(labels as a JSON list, dtype string or "object"); refuses labels that do not round
+    trip (other Python objects, NaN, numpy types JSON cannot hold)."""
+    if classes is None:
+        return None, None
+    arr = np.asarray(classes)
+    dtype = "object" if arr.dtype.kind == "O" else arr.dtype.str
+    if arr.dtype.kind not in _LABEL_KINDS + "O":
+        dtype = "?"
+    labels = arr.tolist()
+    try:
+        text = json.dumps(labels, allow_nan=False)
+        back = _decode_classes(json.loads(text), dtype)
+        same = back.dtype == arr.dtype and all(
+            type(a) is type(b) and a == b for a, b in zip(back.tolist(), labels, strict=True))
+    except (TypeError, ValueError):
+        same = False
+    if not same:
+        raise ModelFileError(
+            f"{path}: the class labels {labels[:5]!r} (dtype {arr.dtype}) do not survive a JSON "
+            "round trip; model files keep labels of type str, int, float (finite) or bool. "
+            "Encode the labels as such (e.g. with LabelEncoder) and refit."
+        )
+    return labels, dtype
+
+
+def _decode_classes(labels: list, dtype: str) -> np.ndarray:
+    if dtype == "object":
+        if not all(isinstance(v, (str, int, float, bool)) for v in labels):
+            raise ValueError("labels of JSON scalar types expected")
+        out = np.empty(len(labels), dtype=object)
+        out[:] = labels
+        return out
+    dt = np.dtype(dtype)
+    if dt.kind not in _LABEL_KINDS:
+        raise ValueError(f"label dtype {dtype!r} is not one of bool, int, float, str")
+    return np.array(labels, dtype=dt)
+
+
+# ---- loading -----------------------------------------------------------------------------------
+def read_header(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """The checked JSON header of a model file (see the module docstring for what is refused)."""
+    with _open(path) as z:
+        return _check_header(z, path)
+
+
+def load_model(path: str | os.PathLike[str]) -> Any:
+    """The fitted estimator saved in ``path``, rebuilt from its arrays and header (no code runs
+    from the file); raises :class:`ModelFileError` for anything but an intact model file."""
+    return read_model(path)[0]
+
+
+def read_model(path: str | os.PathLike[str]) -> tuple[Any, dict[str, Any]]:
+    """(estimator, header) of a model file, as :func:`load_model` and :func:`read_header`."""
+    with _open(path) as z:
+        header = _check_header(z, path)
+        arrays = _read_arrays(z, header, path)
+    return _rebuild(header, arrays, path), header
+
+
+def _refuse(path: Any, why: str) -> ModelFileError:
+    return ModelFileError(f"{path}: {why}")
+
+
+def _open(path: Any) -> Any:
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"{path}: no such model file; check the path (--model).")
+    not_model = "not an optmodels model file (expected the .npz that 'optmodels fit' writes)"
+    if not zipfile.is_zipfile(path):
+        raise _refuse(path, not_model)
+    try:
+        z = np.load(path, allow_pickle=False)
+    except (ValueError, OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise _refuse(path, f"{not_model}: {exc}") from None
+    if HEADER_KEY not in z.files:
+        z.close()
+        raise _refuse(path, f"{not_model}: it has no {HEADER_KEY} entry")
+    return z
+
+
+def _check_header(z: Any, path: Any) -> dict[str, Any]:
+    try:
+        raw = z[HEADER_KEY]
+        header = json.loads(str(raw[()])) if raw.dtype.kind == "U" and raw.ndim == 0 else None
+    except (ValueError, zipfile.BadZipFile, OSError) as exc:
+        raise _refuse(path, f"the header cannot be read ({exc}); the file is damaged") from None
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise _refuse(path, f"not an optmodels model file (no {FORMAT!r} header)")
+    version = header.get("format_version")
+    if version != FORMAT_VERSION:
+        raise _refuse(
+            path, f"model format version {version!r} (toolkit {header.get('toolkit_version')}); "
+            f"this toolkit reads version {FORMAT_VERSION} only. Refit with 'optmodels fit' and "
+            "save again.")
+    keys = set(header)
+    if keys != set(_HEADER_KEYS):
+        extra, missing = sorted(keys - set(_HEADER_KEYS)), sorted(set(_HEADER_KEYS) - keys)
+        raise _refuse(path, f"the header has unexpected keys {extra} / lacks {missing}; the "
+                      "file was altered. Refit and save again.")
+    if header["estimator"] not in _SCHEMA or header["problem"] != PROBLEM_OF[header["estimator"]]:
+        raise _refuse(path, f"unknown estimator {header['estimator']!r} for problem "
+                      f"{header['problem']!r}; model files hold {', '.join(_SCHEMA)}.")
+    classifier = _SCHEMA[header["estimator"]] is _PAIRS
+    classes, kernel = header["classes"], header["kernel"]
+    labelled = isinstance(classes, list) and len(classes) >= 2 and isinstance(kernel, dict)
+    if labelled != classifier or not isinstance(header["n_features_in"], int):
+        raise _refuse(path, "the header's classes, kernel or n_features_in do not fit a "
+                      f"{header['estimator']}; the file was altered. Refit and save again.")
+    return header
+
+
+def _read_arrays(z: Any, header: dict[str, Any], path: Any) -> dict[str, np.ndarray]:
+    schema = _SCHEMA[header["estimator"]]
+    names = [f for f in z.files if f != HEADER_KEY]
+    unexpected = sorted(set(names) - set(schema))
+    missing = sorted(k for k, (_, _, req) in schema.items() if req and k not in names)
+    if unexpected or missing:
+        raise _refuse(path, f"unexpected arrays {unexpected} / missing arrays {missing} for a "
+                      f"{header['estimator']}; the file was altered. Refit and save again.")
+    arrays = {}
+    for key in names:
+        try:
+            arrays[key] = z[key]
+        except ValueError:  # an object array needs pickle, which is never enabled
+            raise _refuse(path, f"array {key!r} holds Python objects (pickle); model files "
+                          "hold plain numeric arrays only. The file is refused.") from None
+    _check_shapes(arrays, schema, header, path)
+    if arrays_sha256(arrays) != header["arrays_sha256"]:
+        raise _refuse(path, "the arrays do not match the header's SHA-256; the file was altered "
+                      "or damaged. Refit and save again.")
+    return arrays
+
+
+def _check_shapes(arrays: dict, schema: dict, header: dict, path: Any) -> None:
+    """Each array's dtype exactly as the schema, and its shape from the header's p and k."""
+    for key, a in arrays.items():
+        if a.dtype.str != schema[key][0]:
+            raise _refuse(path, f"array {key!r} has dtype {a.dtype.str}, expected "
+                          f"{schema[key][0]}; the file was altered.")
+    p = header["n_features_in"]
+    k = len(header["classes"] or [])
+    dims = {"p": p, "k": k, "k-1": k - 1, "m": k * (k - 1) // 2}
+    if "n_support_" in arrays:
+        dims["s"] = int(arrays["n_support_"].sum())
+    for key, a in arrays.items():
+        want = tuple(dims.get(d, -1) for d in schema[key][1])
+        if a.shape != want:
+            raise _refuse(path, f"array {key!r} has shape {a.shape}, expected {want} (from the "
+                          "header's features and classes); the file was altered.")
+
+
+def _rebuild(header: dict[str, Any], arrays: dict[str, np.ndarray], path: Any) -> Any:
+    """A new estimator of the header's class with its hyperparameters and learned attributes."""
+    cls = estimator_classes()[header["estimator"]]
+    params = _from_json(header["hyperparameters"])
+    try:
+        est = cls(**params)
+    except TypeError as exc:
+        raise _refuse(path, f"hyperparameters do not fit {cls.__name__} ({exc})") from None
+    p = int(header["n_features_in"])
+    est.n_features_in_ = p
+    if header["feature_names_in"]:
+        est.feature_names_in_ = np.array(header["feature_names"], dtype=object)
+    for key, a in arrays.items():
+        setattr(est, key, a)
+    if _SCHEMA[header["estimator"]] is _LINEAR:
+        est.intercept_ = float(arrays["intercept_"])
+        est.n_iter_ = int(header["n_iter"] or 0)
+        return est
+    try:
+        est.classes_ = _decode_classes(header["classes"], header["classes_dtype"])
+        from solvers.kernels import Kernel
+
+        est.kernel_ = Kernel(**header["kernel"])
+    except (TypeError, ValueError) as exc:
+        raise _refuse(path, f"the header's classes or kernel are invalid ({exc})") from None
+    return est
