@@ -26,11 +26,11 @@ from solvers.kernels import KERNELS, Kernel
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolveResult, TerminationCondition
 from solvers.validation import (
-    CLASS_WEIGHT_FORMS,
     check_array,
     check_class_weight,
     check_labels,
     check_sample_weight,
+    class_weight_vector,
 )
 
 KERNEL_PARAMS: dict[str, Param] = {
@@ -51,20 +51,6 @@ def build_kernel(params: dict[str, Any], X: np.ndarray) -> Kernel:
         params["degree"],
         params["coef0"],
     )
-
-
-def class_weight_vector(class_weight: Any, y: np.ndarray) -> np.ndarray:
-    """cw_{y_i} per row: 1 for None; n / (2 n_c) for 'balanced' (n_c rows in the class of row
-    i); w_{y_i} for a dict {-1: w, +1: w} as :func:`solvers.validation.check_class_weight`
-    returns it (a class left out weighs 1)."""
-    if class_weight is None:
-        return np.ones_like(y)
-    if isinstance(class_weight, str) and class_weight == "balanced":
-        n_pos = float((y > 0).sum())
-        return np.where(y > 0, y.size / (2 * n_pos), y.size / (2 * (y.size - n_pos)))
-    if isinstance(class_weight, dict) and set(class_weight) <= {-1, 1}:
-        return np.where(y > 0, float(class_weight.get(1, 1.0)), float(class_weight.get(-1, 1.0)))
-    raise DataError(f"class_weight must be {CLASS_WEIGHT_FORMS}; got {class_weight!r}.")
 
 
 def check_n_features(X: np.ndarray, expected: int, owner: str) -> None:

@@ -328,3 +328,17 @@ def _same_label(key: Any, labels: list) -> int | None:
         except (TypeError, ValueError):
             continue
     return None
+
+
+def class_weight_vector(class_weight: Any, y: np.ndarray) -> np.ndarray:
+    """cw_{y_i} per row: 1 for None; n / (2 n_c) for 'balanced' (n_c rows in the class of row
+    i); w_{y_i} for a dict {-1: w, +1: w} as :func:`check_class_weight`
+    returns it (a class left out weighs 1)."""
+    if class_weight is None:
+        return np.ones_like(y)
+    if isinstance(class_weight, str) and class_weight == "balanced":
+        n_pos = float((y > 0).sum())
+        return np.where(y > 0, y.size / (2 * n_pos), y.size / (2 * (y.size - n_pos)))
+    if isinstance(class_weight, dict) and set(class_weight) <= {-1, 1}:
+        return np.where(y > 0, float(class_weight.get(1, 1.0)), float(class_weight.get(-1, 1.0)))
+    raise DataError(f"class_weight must be {CLASS_WEIGHT_FORMS}; got {class_weight!r}.")

@@ -69,22 +69,22 @@ from solvers.aid.certificate import pure_verdict, subproblem_failure
 from solvers.aid.clustering import LAD_METHODS, lad_clusters
 from solvers.aid.lad_lp import AggregatedLadLP, SiftedLadLP, lad_dual_lp, new_highs, quantile_box
 from solvers.aid.scaling import LadScaling, worst_scaled
-from solvers.aid.validation import (
-    check_choice,
-    check_matrix,
-    check_max_iter,
-    check_n_clusters,
-    check_nonnegative,
-    check_positive,
-    check_vector,
-    check_weights,
-)
 from solvers.errors import DataError
 from solvers.result import (
     SolutionStatus,
     SolveResult,
     TerminationCondition,
     certify,
+)
+from solvers.validation import (
+    check_array,
+    check_choice,
+    check_int,
+    check_n_clusters,
+    check_nonnegative,
+    check_positive,
+    check_sample_weight,
+    check_vector,
 )
 
 DEFAULT_LAD_CLUSTERS = 1000
@@ -174,20 +174,21 @@ def aid_lad(
         ``y``, ``sample_weight``).
     """
     t0 = time.perf_counter()
-    X = check_matrix(X, "X", allow_no_columns=fit_intercept)
+    f = "aid_lad"
+    X = check_array(X, "X", min_features=0 if fit_intercept else 1)
     n, p = X.shape
     y = check_vector(y, n, "y")
-    s = check_weights(sample_weight, n)
-    K0 = check_n_clusters(n_clusters, n)
+    s = check_sample_weight(sample_weight, n)
+    K0 = check_n_clusters(n_clusters, n, f)
     if not isinstance(init, str):
         init = _check_init_labels(init, n)
     else:
-        init = check_choice(init, "init", LAD_METHODS)
-    gap_tol = check_nonnegative(gap_tol, "gap_tol")
-    max_iter = check_max_iter(max_iter)
-    time_limit = check_positive(time_limit, "time_limit", allow_none=True)
-    zero_tol = check_nonnegative(zero_tol, "zero_tol")
-    split = check_choice(split, "split", SPLIT_RULES)
+        init = check_choice(init, "init", f, LAD_METHODS)
+    gap_tol = check_nonnegative(gap_tol, "gap_tol", f)
+    max_iter = check_int(max_iter, "max_iter", f)
+    time_limit = check_positive(time_limit, "time_limit", f, none_ok=True)
+    zero_tol = check_nonnegative(zero_tol, "zero_tol", f)
+    split = check_choice(split, "split", f, SPLIT_RULES)
     quantile = check_quantile(quantile)
     if not isinstance(fit_intercept, (bool, np.bool_)):
         raise ValueError(f"'fit_intercept' must be True or False; got {fit_intercept!r}.")
@@ -291,10 +292,10 @@ def build_aggregated_lad(
     ``labels`` is one cluster id per row (e.g. ``result.extra["labels"]``; rows labelled -1 are
     left out).  Write it with ``h.writeModel("agg.mps")`` or ``"agg.lp"``.
     """
-    X = check_matrix(X, "X", allow_no_columns=fit_intercept)
+    X = check_array(X, "X", min_features=0 if fit_intercept else 1)
     n = X.shape[0]
     y = check_vector(y, n, "y")
-    s = check_weights(sample_weight, n)
+    s = check_sample_weight(sample_weight, n)
     labels = np.asarray(labels)
     if labels.shape != (n,):
         raise ValueError(f"'labels' must have one entry per row of X ({n}); got {labels.shape}.")

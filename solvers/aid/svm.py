@@ -56,22 +56,22 @@ from solvers.aid.svm_qp import (
     linear_svm_primal,
     project_equalities,
 )
-from solvers.aid.validation import (
-    check_choice,
-    check_labels,
-    check_matrix,
-    check_max_iter,
-    check_n_clusters,
-    check_nonnegative,
-    check_positive,
-    check_weights,
-)
 from solvers.kernels import Kernel
 from solvers.result import (
     SolutionStatus,
     SolveResult,
     TerminationCondition,
     certify,
+)
+from solvers.validation import (
+    check_array,
+    check_choice,
+    check_int,
+    check_labels,
+    check_n_clusters,
+    check_nonnegative,
+    check_positive,
+    check_sample_weight,
 )
 
 DEFAULT_SVM_CLUSTERS = 1000
@@ -147,24 +147,25 @@ def aid_svm(
         raise ValueError(
             f"'kernel' must be None (linear) or a solvers.kernels.Kernel; got {kernel!r}."
         )
-    X = check_matrix(X, "X")
+    f = "aid_svm"
+    X = check_array(X, "X")
     n = X.shape[0]
     if kernel is not None and kernel.name == "precomputed" and X.shape != (n, n):
         raise ValueError(
             f"With Kernel('precomputed') 'X' must be the n x n kernel matrix; got {X.shape}."
         )
-    y = check_labels(y, n)
-    s = check_weights(sample_weight, n)
-    C = check_positive(C, "C")
-    K0 = check_n_clusters(n_clusters, n)
-    gap_tol = check_nonnegative(gap_tol, "gap_tol")
-    max_iter = check_max_iter(max_iter)
-    time_limit = check_positive(time_limit, "time_limit", allow_none=True)
-    subsolver = check_choice(subsolver, "subsolver", SUBSOLVERS)
-    split = check_choice(split, "split", SPLIT_RULES)
-    zero_tol = check_nonnegative(zero_tol, "zero_tol")
+    y = check_labels(y, n, signs=True)[0]
+    s = check_sample_weight(sample_weight, n)
+    C = check_positive(C, "C", f)
+    K0 = check_n_clusters(n_clusters, n, f)
+    gap_tol = check_nonnegative(gap_tol, "gap_tol", f)
+    max_iter = check_int(max_iter, "max_iter", f)
+    time_limit = check_positive(time_limit, "time_limit", f, none_ok=True)
+    subsolver = check_choice(subsolver, "subsolver", f, SUBSOLVERS)
+    split = check_choice(split, "split", f, SPLIT_RULES)
+    zero_tol = check_nonnegative(zero_tol, "zero_tol", f)
     if isinstance(init, str):
-        init = check_choice(init, "init", ("auto",) + SVM_METHODS)
+        init = check_choice(init, "init", f, ("auto",) + SVM_METHODS)
         if init == "auto":
             init = "band" if kernel is None else "kmeans"
     else:
@@ -178,7 +179,7 @@ def aid_svm(
         else:
             X = X[keep]
         y, s = y[keep], s[keep]
-        y = check_labels(y, keep.shape[0])
+        y = check_labels(y, keep.shape[0], signs=True)[0]
     sigma = max(float(pow2_factor(C * float(s.mean()))[0]), 1.0)  # small boxes only
     if kernel is not None:
         model: _LinearModel | _KernelModel = _KernelModel(X, s, kernel, sigma)
@@ -458,10 +459,10 @@ def build_aggregated_svm(
     from solvers.highs_backend import to_highs
     from solvers.qp import QPData
 
-    X = check_matrix(X, "X")
+    X = check_array(X, "X")
     n, p = X.shape
-    y = check_labels(y, n)
-    s = check_weights(sample_weight, n)
+    y = check_labels(y, n, signs=True)[0]
+    s = check_sample_weight(sample_weight, n)
     labels = np.asarray(labels)
     if labels.shape != (n,):
         raise ValueError(f"'labels' must have one entry per row of X ({n}); got {labels.shape}.")

@@ -29,7 +29,6 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
-from typing import Any
 
 import highspy
 import numpy as np
@@ -49,11 +48,13 @@ from solvers.smo.core import entropy_terms, index_set_extremes, solve_dual
 from solvers.smo.klr import feasible_start, klr_certificate_at, prepare_klr
 from solvers.smo.qmatrix import PrecomputedQMatrix, QMatrix
 from solvers.smo.svm import free_average_b, make_qmatrix
-from solvers.smo.validation import (
+from solvers.validation import (
+    check_array,
+    check_choice,
+    check_int,
     check_kernel,
     check_labels,
-    check_matrix,
-    check_max_iter,
+    check_nonnegative,
     check_positive,
     check_sample_weight,
 )
@@ -261,12 +262,6 @@ _TERM = {
 }
 
 
-def _check_q(q: Any) -> int:
-    if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or q < 2:
-        raise ValueError(f"'q' (working-set size) must be an integer >= 2; got {q!r}.")
-    return int(q)
-
-
 def block_svm(
     X: np.ndarray,
     y: np.ndarray,
@@ -289,13 +284,14 @@ def block_svm(
     ``dual_objective``, ``stopping_rule``).
     """
     t0 = time.perf_counter()
-    kernel = check_kernel(kernel)
-    X = check_matrix(X, "X")
-    y_pm, classes = check_labels(y, X.shape[0])
-    C = check_positive(C, "C")
-    tol = check_positive(tol, "tol")
-    q = _check_q(q)
-    max_iter = check_max_iter(max_iter)
+    f = "block_svm"
+    kernel = check_kernel(kernel, f)
+    X = check_array(X, "X")
+    y_pm, classes = check_labels(y, X.shape[0], numeric=False)
+    C = check_positive(C, "C", f)
+    tol = check_positive(tol, "tol", f)
+    q = check_int(q, "q", f, low=2)
+    max_iter = check_int(max_iter, "max_iter", f)
     up = C * check_sample_weight(sample_weight, X.shape[0])
     lo = np.zeros_like(up)
     lin = -np.ones_like(up)
@@ -356,14 +352,14 @@ def block_klr(
     ``b``, ``max_violation``, ``stopping_rule``).
     """
     t0 = time.perf_counter()
-    if solver not in ("CLARABEL", "ECOS"):
-        raise ValueError(f"'solver' must be 'CLARABEL' or 'ECOS'; got {solver!r}.")
-    q = _check_q(q)
-    tol = check_positive(tol, "tol")
-    max_iter = check_max_iter(max_iter)
-    lam = float(lam)
+    f = "block_klr"
+    solver = check_choice(solver, "solver", f, ("CLARABEL", "ECOS"))
+    q = check_int(q, "q", f, low=2)
+    tol = check_positive(tol, "tol", f)
+    max_iter = check_int(max_iter, "max_iter", f)
+    lam = check_nonnegative(lam, "lam", f)
     prob = prepare_klr(X, y, C=C, bound_tol=bound_tol, sample_weight=sample_weight,
-                       kernel=kernel, cache_mb=cache_mb)
+                       kernel=kernel, cache_mb=cache_mb, owner=f)
     yk, lo, up = prob.yk, prob.lower, prob.upper
     lin = np.full(yk.size, -lam)
     start = _start_state(prob.qmat, feasible_start(yk, lo, up, prob.C), lin, prob.C)

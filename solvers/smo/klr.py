@@ -54,15 +54,15 @@ from solvers.smo.certificate import (
 from solvers.smo.core import DualSolution, joined_history, q_matrix, solve_dual, termination_of
 from solvers.smo.prediction import kernel_expansion
 from solvers.smo.qmatrix import KernelQMatrix, PrecomputedQMatrix, QMatrix
-from solvers.smo.validation import (
-    check_alpha0,
+from solvers.validation import (
+    check_array,
+    check_int,
     check_kernel,
     check_labels,
-    check_matrix,
-    check_max_iter,
     check_nonnegative,
     check_positive,
     check_sample_weight,
+    check_vector,
 )
 
 OPEN_BOX_EPS = 1e-12
@@ -99,15 +99,17 @@ def prepare_klr(
     kernel: Kernel | str = "rbf",
     cache_mb: float = 200.0,
     sparse_tol: float = 1e-3,
+    owner: str = "smo_klr",
 ) -> KLRProblem:
-    """Validate the inputs and build Q (in full when n^2 doubles fit in ``cache_mb``)."""
-    kernel = check_kernel(kernel)
-    X = check_matrix(X, "X")
+    """Validate the inputs (messages name ``owner``) and build Q (in full when n^2 doubles fit
+    in ``cache_mb``)."""
+    kernel = check_kernel(kernel, owner)
+    X = check_array(X, "X")
     n = X.shape[0]
-    y_pm, classes = check_labels(y, n)
-    C = check_positive(C, "C")
-    check_positive(cache_mb, "cache_mb")
-    sparse_tol = check_nonnegative(sparse_tol, "sparse_tol")
+    y_pm, classes = check_labels(y, n, numeric=False)
+    C = check_positive(C, "C", owner)
+    check_positive(cache_mb, "cache_mb", owner)
+    sparse_tol = check_nonnegative(sparse_tol, "sparse_tol", owner)
     s = check_sample_weight(sample_weight, n)
     keep = s > 0
     if np.unique(y_pm[keep]).size < 2:
@@ -116,7 +118,7 @@ def prepare_klr(
     if bound_tol is None or bound_tol == 0:
         lower = OPEN_BOX_EPS * Ci
     else:
-        g = check_nonnegative(bound_tol, "bound_tol")
+        g = check_nonnegative(bound_tol, "bound_tol", owner)
         if not g < 0.5 * C:
             raise DataError(f"'bound_tol' (gamma) must be < C / 2 = {C / 2}; got {bound_tol!r}.")
         lower = g * s[keep]
@@ -175,9 +177,9 @@ def solve_klr_problem(
     """Solve one prepared KLR dual at ``lam`` (warm start from ``alpha0``, ``qa0`` = Q alpha0;
     ``refine``: continue until the gap certificate holds, see the module docstring)."""
     t0 = time.perf_counter()
-    lam = check_nonnegative(lam, "lam")
-    tol = check_positive(tol, "tol")
-    max_iter = check_max_iter(max_iter)
+    lam = check_nonnegative(lam, "lam", "smo_klr")
+    tol = check_positive(tol, "tol", "smo_klr")
+    max_iter = check_int(max_iter, "max_iter", "smo_klr")
     yk = prob.yk
     if alpha0 is None:
         start = feasible_start(yk, prob.lower, prob.upper, prob.C)
@@ -358,7 +360,7 @@ def smo_klr(
     """
     prob = prepare_klr(X, y, C=C, bound_tol=bound_tol, sample_weight=sample_weight,
                        kernel=kernel, cache_mb=cache_mb, sparse_tol=sparse_tol)
-    a0 = check_alpha0(alpha0, prob.y.size)
+    a0 = None if alpha0 is None else check_vector(alpha0, prob.y.size, "alpha0")
     return solve_klr_problem(prob, lam, tol=tol, shrinking=shrinking, max_iter=max_iter,
                              alpha0=None if a0 is None else a0[prob.keep],
                              cache_dtype=cache_dtype, refine=refine, verbose=verbose)
@@ -413,7 +415,7 @@ def lam_max(
     count for unit weights); for balanced classes both saturate. The open box (gamma = 0) has
     no finite threshold (the paper's lemma 1: alpha never reaches the bounds).
     """
-    g = check_nonnegative(bound_tol, "bound_tol")
+    g = check_nonnegative(bound_tol, "bound_tol", "lam_max")
     if g == 0:
         raise DataError("'bound_tol' must be > 0: with the open box (gamma = 0) alpha never "
                         "reaches C, so no finite lambda saturates the minority class.")
@@ -455,14 +457,14 @@ def decision_function(
     ``support_only``: keep only alpha_i > threshold (pass ``result.extra['support_threshold']``
     for the fit's own rule gamma_i + sparse_tol C_i; ``None`` uses 1e-3 max_i alpha_i).
     """
-    kernel = check_kernel(kernel)
+    kernel = check_kernel(kernel, "decision_function")
     alpha = np.asarray(alpha, dtype=float)
     y_pm = _as_pm(y)
     coef = alpha * y_pm
     if support_only:
         thr = 1e-3 * alpha.max() if threshold is None else threshold
         coef = np.where(alpha > thr, coef, 0.0)
-    X_new = check_matrix(X_new, "X_new")
+    X_new = check_array(X_new, "X_new")
     Xt = np.asarray(X_train, dtype=float)
     if kernel.name != "precomputed" and X_new.shape[1] != Xt.shape[1]:
         raise DataError(f"'X_new' has {X_new.shape[1]} features, but the model is expecting "
@@ -487,7 +489,7 @@ def _as_pm(y: Any) -> np.ndarray:
     arr = np.asarray(y)
     if set(np.unique(arr).tolist()) <= {-1.0, 1.0}:
         return arr.astype(float)
-    return check_labels(arr, arr.shape[0])[0]
+    return check_labels(arr, arr.shape[0], numeric=False)[0]
 
 
 __all__ = ["decision_function", "feasible_start", "lam_max", "lam_path", "predict",

@@ -38,15 +38,16 @@ from solvers.smo.certificate import (
 from solvers.smo.core import DualSolution, joined_history, solve_dual, termination_of
 from solvers.smo.prediction import kernel_expansion
 from solvers.smo.qmatrix import KernelQMatrix, PrecomputedQMatrix, QMatrix
-from solvers.smo.validation import (
-    check_alpha0,
+from solvers.validation import (
+    check_array,
     check_class_weight,
+    check_int,
     check_kernel,
     check_labels,
-    check_matrix,
-    check_max_iter,
     check_positive,
     check_sample_weight,
+    check_vector,
+    class_weight_vector,
 )
 
 
@@ -128,17 +129,18 @@ def smo_svm(
         ``upper`` (C_i), ``decision_train`` (f on the training rows).
     """
     t0 = time.perf_counter()
-    kernel = check_kernel(kernel)
-    X = check_matrix(X, "X")
+    f = "smo_svm"
+    kernel = check_kernel(kernel, f)
+    X = check_array(X, "X")
     n = X.shape[0]
-    y_pm, classes = check_labels(y, n)
-    C = check_positive(C, "C")
-    tol = check_positive(tol, "tol")
-    check_positive(cache_mb, "cache_mb")
-    max_iter = check_max_iter(max_iter)
+    y_pm, classes = check_labels(y, n, numeric=False)
+    C = check_positive(C, "C", f)
+    tol = check_positive(tol, "tol", f)
+    check_positive(cache_mb, "cache_mb", f)
+    max_iter = check_int(max_iter, "max_iter", f)
     s = check_sample_weight(sample_weight, n)
-    cw = check_class_weight(class_weight, classes, y_pm, s)
-    a0 = check_alpha0(alpha0, n)
+    cw = class_weight_vector(check_class_weight(class_weight, classes), y_pm)
+    a0 = None if alpha0 is None else check_vector(alpha0, n, "alpha0")
     upper_all = C * s * cw
     keep = upper_all > 0
     if np.unique(y_pm[keep]).size < 2:
@@ -235,7 +237,7 @@ def svm_decision_function(
     X_new: np.ndarray,
 ) -> np.ndarray:
     """f(x) = sum_{alpha_i > 0} alpha_i y_i k(x_i, x) + b (y in +-1 or the two labels)."""
-    kernel = check_kernel(kernel)
-    X_new = check_matrix(X_new, "X_new")
-    y_pm = y if set(np.unique(y)) <= {-1.0, 1.0} else check_labels(y, len(y))[0]
+    kernel = check_kernel(kernel, "svm_decision_function")
+    X_new = check_array(X_new, "X_new")
+    y_pm = y if set(np.unique(y)) <= {-1.0, 1.0} else check_labels(y, len(y), numeric=False)[0]
     return kernel_expansion(np.asarray(X_train, float), np.asarray(alpha) * y_pm, b, kernel, X_new)
