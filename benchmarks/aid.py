@@ -3,7 +3,7 @@
 LAD (X normal, y = X beta + 1 + Laplace noise, 5% outliers with 20x noise):
     AID (solvers.aid.aid_lad, default settings) to its certificate, against the full LAD LP in
     dual form (max y'u s.t. [X 1]'u = 0, -1 <= u <= 1) built from arrays and solved by HiGHS's
-    interior point (with crossover), the fastest full solve of formulations.md section 7.
+    interior point (with crossover), the fastest full LAD solve measured (docs/problems/lad.md).
 Linear SVM (two Gaussian clouds, p = 20, C = 1):
     AID (solvers.aid.aid_svm, Clarabel subsolver) against the full primal QP by Clarabel
     (direct API, same builder), HiGHS's QP solver (where its projected time is under the

@@ -1,4 +1,4 @@
-"""Kernel logistic regression dual with entropy terms, and sparse KLR (formulations.md s.3-4).
+"""Kernel logistic regression dual with entropy terms, and sparse KLR (docs/problems/klr.md).
 
     min_alpha  f(alpha) = 1/2 alpha'Q alpha + sum_i C_i G(alpha_i / C_i) - lam sum_i alpha_i
     s.t.       y'alpha = 0,   l_i <= alpha_i <= u_i,

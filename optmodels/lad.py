@@ -1,6 +1,6 @@
 """Least absolute deviation (LAD) and quantile regression, sample-weighted: an LP.
 
-    min_{beta, beta0}  E = sum_i s_i rho(y_i - x_i' beta - beta0)      (formulations.md s.1)
+    min_{beta, beta0}  E = sum_i s_i rho(y_i - x_i' beta - beta0)      (docs/problems/lad.md)
     rho(u) = 2 tau u^+ + 2 (1 - tau) u^-     (tau = ``quantile`` in (0, 1), default 0.5)
 
 rho is *twice* the check (pinball) loss tau u^+ + (1 - tau) u^-, so that at tau = 0.5 the

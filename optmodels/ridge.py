@@ -1,4 +1,4 @@
-"""Ridge regression: a QP with a closed form (formulations.md s.6).
+"""Ridge regression: a QP with a closed form (docs/problems/ridge.md).
 
     min_x f(x) = 1/2 sum_i s_i (a_i'x + x0 - b_i)^2 + alpha/2 ||x||^2
     H = A'SA + alpha I,  x* = H^{-1} A'S b,   grad f(x) = A'S(A x - b) + alpha x = H (x - x*).

@@ -1,4 +1,4 @@
-"""Weighted soft-margin SVM: linear primal QP and kernel dual QP (formulations.md s.2).
+"""Weighted soft-margin SVM: linear primal QP and kernel dual QP (docs/problems/svm.md).
 
 Primal (linear kernel):
     min_{w,b,xi}  1/2 ||w||^2 + C sum_i s_i xi_i

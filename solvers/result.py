@@ -113,7 +113,7 @@ class SolveResult:
     termination, solution_status:
         See the enums. ``is_optimal`` is true only for OPTIMAL / CERTIFIED with an OPTIMAL solution.
     objective:
-        The objective of ``design/formulations.md`` evaluated *by the toolkit* at ``x``.
+        The problem's objective (docs/problems/) evaluated *by the toolkit* at ``x``.
     bound:
         A proven lower bound on the optimum (a dual objective, AID's F), or ``None``.
     gap:

@@ -16,7 +16,7 @@ from solvers.result import CERTIFICATE_TOL, ROUNDOFF_TOL, SolutionStatus, Termin
 
 
 def lad_reference(X, y, s=None, fit_intercept=True) -> float:
-    """min sum s_i |y_i - x_i'beta - b| as the primal LP of formulations.md section 1."""
+    """min sum s_i |y_i - x_i'beta - b| as the primal LP of docs/problems/lad.md."""
     n = X.shape[0]
     s = np.ones(n) if s is None else s
     A = np.column_stack([X, np.ones(n)]) if fit_intercept else X

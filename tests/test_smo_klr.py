@@ -36,7 +36,7 @@ def clouds(n: int, p: int = 2, sep: float = 2.0, seed: int = 0, n_pos: int | Non
 
 
 def klr_dual_conic(K, y, C, lam, gamma=0.0, solver="CLARABEL", weights=None) -> float:
-    """min 1/2 a'Qa + sum C_i G(a_i/C_i) - lam sum a with CVXPY's entr (formulations.md 3-4)."""
+    """min 1/2 a'Qa + sum C_i G(a_i/C_i) - lam sum a with CVXPY's entr (docs/problems/klr.md)."""
     n = y.size
     Ci = C * (np.ones(n) if weights is None else weights)
     w, V = np.linalg.eigh(K)

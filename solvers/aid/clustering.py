@@ -12,7 +12,7 @@ the clusters that matter are the ones near score 0.
     will not change, in a few large ones.  eps is the ``band`` quantile of |score|.  Each bin
     is then halved along one coordinate (see :func:`cycle_split`).
 ``"quantile"``
-    Equal-weight quantile bins of the score (the minimal AID of formulations.md section 7).
+    Equal-weight quantile bins of the score (the simplest choice; docs/strategies/aid.md).
 ``"kmeans"``
     k-means (Lloyd, a few rounds) on a sample of the standardised rows [x, score], then every
     row to its nearest centre; O(n K p) time, for moderate n.
@@ -27,7 +27,7 @@ Why "band" is the default (LAD, n = 10^6, p = 10, 1,000 initial clusters, 4-way 
     band        0.02        7-8          ~12,400          1.1-1.9 s
 
 Plain score bins have means xbar_k near the mean of X, so the first aggregated LP cannot see
-the slopes (gap ~0.9, the figure of formulations.md section 7); :func:`cycle_split` fixes
+the slopes (gap ~0.9 at n = 10^6; docs/strategies/aid.md); :func:`cycle_split` fixes
 that, and the band-shaped bin sizes put the rows that will split into small clusters.
 "kmeans" needs O(n K p) for the assignment (too slow at 10^6 rows with K = 1,000) and took
 more iterations on the small test problems.  The subsample fit is approximate (IRLS, see

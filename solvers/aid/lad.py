@@ -1,7 +1,7 @@
 """AID for weighted LAD and quantile regression: aggregate, solve, disaggregate, with a proof of
 optimality.
 
-Problem (formulations.md section 1; paper "An Aggregate and Iterative Disaggregate Algorithm
+Problem (docs/problems/lad.md; paper "An Aggregate and Iterative Disaggregate Algorithm
 with Proven Optimality in Machine Learning", problem (2), for the quantile tau in (0, 1)):
 
     min_{beta, b}  E(beta, b) = sum_i s_i rho(y_i - x_i' beta - b),

@@ -1,7 +1,7 @@
 """The aggregated LAD problem as a HiGHS LP in dual form, built from arrays and kept between
 AID iterations.
 
-Aggregated weighted LAD / quantile regression (formulations.md section 1) with cluster sums
+Aggregated weighted LAD / quantile regression (docs/strategies/aid.md) with cluster sums
 W_k, SX_k, SY_k and the doubled check loss rho(r) = 2 tau r^+ + 2 (1 - tau) r^- (|r| at
 tau = 1/2):
 

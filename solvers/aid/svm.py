@@ -1,6 +1,6 @@
 """AID for the weighted soft-margin SVM, linear (primal QP) and kernel (aggregated dual).
 
-Problem (formulations.md section 2; paper problems (7) and (5)):
+Problem (docs/problems/svm.md; paper problems (7) and (5)):
 
     min_{w, b, xi}  P(w, b) = 1/2 ||w||^2 + C sum_i s_i xi_i
     s.t.            y_i (w' phi(x_i) + b) >= 1 - xi_i,   xi >= 0

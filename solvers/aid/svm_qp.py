@@ -1,6 +1,6 @@
 """The aggregated weighted SVM problems of AID, built from arrays for Clarabel or HiGHS.
 
-Linear kernel, primal (formulations.md section 2; paper problem (9)) on cluster means
+Linear kernel, primal (docs/strategies/aid.md; paper problem (9)) on cluster means
 xbar_k, labels y_k and weights W_k, with a diagonal Hessian ``h`` (1 unscaled; ``sigma c_j^2``
 for the scaled columns of :mod:`solvers.aid.scaling`):
 

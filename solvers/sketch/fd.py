@@ -28,7 +28,7 @@ from __future__ import annotations
 import numpy as np
 
 from solvers.errors import DataError
-from solvers.sketch._validation import check_int, check_matrix
+from solvers.validation import check_array, check_choice, check_int
 
 _SHRINKS = ("gram", "svd")
 
@@ -73,15 +73,14 @@ class FrequentDirections:
         buffer_rows: int | None = None,
         blas_threads: int | None = 1,
     ) -> None:
-        self.m = check_int(m, "m", low=1)
+        self.m = check_int(m, "m", type(self).__name__, low=1)
         self.blas_threads = None if blas_threads is None else check_int(
-            blas_threads, "blas_threads", low=1)
-        if shrink not in _SHRINKS:
-            raise DataError(f"The 'shrink' parameter must be one of {_SHRINKS}; got {shrink!r}.")
+            blas_threads, "blas_threads", type(self).__name__, low=1)
+        check_choice(shrink, "shrink", type(self).__name__, _SHRINKS)
         self.robust = bool(robust)
         self.shrink = shrink
         ell = 2 * self.m if buffer_rows is None else buffer_rows
-        self.buffer_rows = check_int(ell, "buffer_rows", low=self.m + 1)
+        self.buffer_rows = check_int(ell, "buffer_rows", type(self).__name__, low=self.m + 1)
         self._buf: np.ndarray | None = None
         self._nfill = 0
         self._delta_sum = 0.0
@@ -92,7 +91,7 @@ class FrequentDirections:
     # ------------------------------------------------------------------ streaming
     def partial_fit(self, block: np.ndarray) -> FrequentDirections:
         """Process a block of rows (k x d) once; returns ``self``."""
-        X = check_matrix(block, "block", min_rows=0)
+        X = check_array(block, "block", min_samples=0)
         if self._buf is None:
             d = X.shape[1]
             if self.m > d:
@@ -113,8 +112,8 @@ class FrequentDirections:
 
     def fit(self, A: np.ndarray, *, block_size: int = 4096) -> FrequentDirections:
         """Reset and sketch all rows of ``A`` in blocks of ``block_size`` rows."""
-        A = check_matrix(A, "A")
-        block_size = check_int(block_size, "block_size", low=1)
+        A = check_array(A, "A")
+        block_size = check_int(block_size, "block_size", type(self).__name__)
         FrequentDirections.__init__(self, self.m, robust=self.robust, shrink=self.shrink,
                                     buffer_rows=self.buffer_rows, blas_threads=self.blas_threads)
         for start in range(0, A.shape[0], block_size):
@@ -212,8 +211,8 @@ class RobustFD(FrequentDirections):
 
     def fit(self, A: np.ndarray, *, block_size: int = 4096) -> RobustFD:
         """Reset and sketch all rows of ``A`` in blocks of ``block_size`` rows."""
-        A = check_matrix(A, "A")
-        block_size = check_int(block_size, "block_size", low=1)
+        A = check_array(A, "A")
+        block_size = check_int(block_size, "block_size", type(self).__name__)
         RobustFD.__init__(self, self.m, shrink=self.shrink, buffer_rows=self.buffer_rows,
                           blas_threads=self.blas_threads)
         for start in range(0, A.shape[0], block_size):

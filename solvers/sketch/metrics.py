@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.sketch._validation import check_matrix, check_positive, check_vector
 from solvers.sketch.fd import FrequentDirections
 from solvers.sketch.precondition import SketchPreconditioner
 from solvers.sketch.random import make_random_sketch
+from solvers.validation import check_array, check_nonnegative, check_positive, check_vector
 
 
 def estimator_metrics(M: np.ndarray, A: np.ndarray, x0: np.ndarray, sigma: float) -> dict:
@@ -82,10 +82,10 @@ def ridge_metrics(
     Each sketched entry holds ``bias2``, ``var_trace``, ``mse`` and ``rel_bias2``,
     ``rel_var_trace``, ``rel_mse`` (relative errors against the optimal values).
     """
-    A = check_matrix(A, "A")
-    x0 = check_vector(x0, A.shape[1], "x0")
-    gamma = check_positive(gamma, "gamma")
-    sigma = check_positive(sigma, "sigma", allow_zero=True)
+    A = check_array(A, "A")
+    x0 = check_vector(x0, A.shape[1], "x0", against="A", axis="columns")
+    gamma = check_positive(gamma, "gamma", "ridge_metrics")
+    sigma = check_nonnegative(sigma, "sigma", "ridge_metrics")
     out = {"optimal": estimator_metrics(optimal_operator(A, gamma), A, x0, sigma)}
     for name in methods:
         if name in ("fdrr", "rfdrr"):

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from solvers.sketch._validation import check_matrix, check_positive
+from solvers.validation import check_array, check_positive
 
 
 class SketchPreconditioner:
@@ -37,8 +37,8 @@ class SketchPreconditioner:
     """
 
     def __init__(self, B: np.ndarray, shift: float) -> None:
-        B = check_matrix(B, "B")
-        self.shift_ = check_positive(shift, "shift")
+        B = check_array(B, "B")
+        self.shift_ = check_positive(shift, "shift", "SketchPreconditioner")
         _, s, Vt = np.linalg.svd(B, full_matrices=False)
         keep = s > s[0] * 1e-14 if s.size and s[0] > 0 else np.zeros(s.shape, bool)
         self.s2_ = s[keep] ** 2

@@ -17,14 +17,14 @@ import numpy as np
 import scipy.sparse as sp
 
 from solvers.errors import DataError
-from solvers.sketch._validation import check_int, check_matrix
+from solvers.validation import check_array, check_int
 
 
 class _RowSketch:
     """Common streaming state: the accumulated ``S A`` (m x d)."""
 
     def __init__(self, m: int, *, seed: int | None = 0) -> None:
-        self.m = check_int(m, "m", low=1)
+        self.m = check_int(m, "m", type(self).__name__, low=1)
         self.seed = seed
         self._rng = np.random.default_rng(seed)
         self._SA: np.ndarray | None = None
@@ -32,7 +32,7 @@ class _RowSketch:
 
     def partial_fit(self, block: np.ndarray) -> _RowSketch:
         """Add ``S[:, rows] @ block`` for the next block of rows; returns ``self``."""
-        X = check_matrix(block, "block", min_rows=0)
+        X = check_array(block, "block", min_samples=0)
         if self._SA is None:
             self._SA = np.zeros((self.m, X.shape[1]))
         elif X.shape[1] != self._SA.shape[1]:
@@ -47,8 +47,8 @@ class _RowSketch:
 
     def fit(self, A: np.ndarray, *, block_size: int = 4096) -> _RowSketch:
         """Reset (same seed) and sketch all rows of ``A`` in blocks of ``block_size``."""
-        A = check_matrix(A, "A")
-        block_size = check_int(block_size, "block_size", low=1)
+        A = check_array(A, "A")
+        block_size = check_int(block_size, "block_size", type(self).__name__)
         self._rng = np.random.default_rng(self.seed)
         self._SA = None
         self.n_rows_seen_ = 0
@@ -89,7 +89,7 @@ class SJLTSketch(_RowSketch):
 
     def __init__(self, m: int, *, s: int = 10, seed: int | None = 0) -> None:
         super().__init__(m, seed=seed)
-        self.s = check_int(s, "s", low=1, high=self.m)
+        self.s = check_int(s, "s", type(self).__name__, low=1, high=self.m)
         sizes = np.full(self.s, self.m // self.s)
         sizes[: self.m % self.s] += 1
         self._offsets = np.concatenate(([0], np.cumsum(sizes)[:-1]))

@@ -56,15 +56,17 @@ import scipy.linalg
 
 from solvers.errors import DataError
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
-from solvers.sketch._validation import (
-    check_int,
-    check_matrix,
-    check_positive,
-    check_vector,
-)
 from solvers.sketch.fd import FrequentDirections
 from solvers.sketch.precondition import SketchPreconditioner
 from solvers.sketch.random import make_random_sketch
+from solvers.validation import (
+    check_array,
+    check_choice,
+    check_int,
+    check_nonnegative,
+    check_positive,
+    check_vector,
+)
 
 RIDGE_METHODS: dict[str, str] = {
     "fdrr": "one-shot FD ridge (Hhat^{-1} A'b)",
@@ -135,7 +137,7 @@ def fdrr(
     block_size: int = 4096,
 ) -> np.ndarray:
     """One-shot (R)FD ridge: ``xhat = (B'B + (gamma + rho) I)^{-1} A'b`` (Algorithm 3)."""
-    A, b, gamma, m = _check_problem(A, b, gamma, m)
+    A, b, gamma, m = _check_problem(A, b, gamma, m, "fdrr")
     P, _ = fd_preconditioner(A, gamma, m, robust=robust, block_size=block_size)
     return P.solve(A.T @ b)
 
@@ -197,19 +199,17 @@ def solve_ridge(
         ``extra["rel_error"]`` of the returned x (with x_star), ``extra["sketch_time"]``,
         ``extra["rho"]``, ``extra["passes"]``; ``extra["best_iteration"]`` after a divergence.
     """
-    if method not in RIDGE_METHODS:
-        raise DataError(
-            f"The 'method' parameter must be one of {sorted(RIDGE_METHODS)}; got {method!r}."
-        )
-    A, b, gamma, _ = _check_problem(A, b, gamma, None)
+    f = "solve_ridge"
+    check_choice(method, "method", f, sorted(RIDGE_METHODS))
+    A, b, gamma, _ = _check_problem(A, b, gamma, None, f)
     n, d = A.shape
     if method != "cholesky":
-        m = check_int(m, "m", low=1, high=d)
-    max_iter = check_int(max_iter, "max_iter", low=1)
-    tol = check_positive(tol, "tol", allow_zero=True)
-    block_size = check_int(block_size, "block_size", low=1)
+        m = check_int(m, "m", f, low=1, high=d)
+    max_iter = check_int(max_iter, "max_iter", f)
+    tol = check_nonnegative(tol, "tol", f)
+    block_size = check_int(block_size, "block_size", f)
     if x_star is not None:
-        x_star = check_vector(x_star, d, "x_star")
+        x_star = check_vector(x_star, d, "x_star", against="A", axis="columns")
     run = _Run(A, b, gamma, tol, x_star, verbose, method)
     if method == "cholesky":
         return run.cholesky()
@@ -262,13 +262,13 @@ def solve_ridge(
 
 
 def _check_problem(
-    A: object, b: object, gamma: object, m: object
+    A: object, b: object, gamma: object, m: object, owner: str
 ) -> tuple[np.ndarray, np.ndarray, float, int]:
-    A = check_matrix(A, "A")
-    b = check_vector(b, A.shape[0], "b")
-    gamma = check_positive(gamma, "gamma")
+    A = check_array(A, "A")
+    b = check_vector(b, A.shape[0], "b", against="A")
+    gamma = check_positive(gamma, "gamma", owner)
     if m is not None:
-        m = check_int(m, "m", low=1, high=A.shape[1])
+        m = check_int(m, "m", owner, low=1, high=A.shape[1])
     return A, b, gamma, m  # type: ignore[return-value]
 
 

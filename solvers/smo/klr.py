@@ -1,6 +1,6 @@
 r"""Kernel logistic regression (KLR) and sparse KLR (S-KLR) dual trained by SMO.
 
-Problem (formulations.md sections 3-5; the paper's (22))::
+Problem (docs/problems/klr.md; the paper's (22))::
 
     min_alpha  f(alpha) = 1/2 alpha' Q alpha + sum_i C_i G(alpha_i / C_i) - lambda sum_i alpha_i
     s.t.       y' alpha = 0,   gamma_i <= alpha_i <= C_i - gamma_i
@@ -11,14 +11,14 @@ Problem (formulations.md sections 3-5; the paper's (22))::
   0 < alpha_i < C_i of the exact dual by an internal gamma_i = 1e-12 C_i (the entropy's
   derivative there is +-27.6, so only points with |lambda - y_i f(x_i)| > 27.6 would feel it).
 * Gradient: grad_i = (Q alpha)_i + log(alpha_i / (C_i - alpha_i)) - lambda, so
-  m_i = -y_i grad_i contains **+ lambda y_i** (the sign formulations.md derives; the paper's
+  m_i = -y_i grad_i contains **+ lambda y_i** (the sign docs/problems/klr.md derives; the paper's
   printed "- lambda y_i" would solve the problem with + lambda sum alpha, which the tests show
   does not reproduce the monolithic optimum of the objective above). The generic core only
   sees the linear term p = -lambda, so the sign cannot drift between selection and update.
 * Optimality: alpha_i / C_i = sigma(lambda - y_i f(x_i)), f(x) = sum_j alpha_j y_j k(x_j, x) + b,
   b = (max_{I_up} m + min_{I_low} m) / 2 at convergence.
 * Sparsity: row i is in the model ("support") when alpha_i > gamma_i + sparse_tol * C_i
-  (default sparse_tol = 1e-3, as in formulations.md section 4).
+  (default sparse_tol = 1e-3, as in docs/problems/klr.md).
 * Certificate: the primal of this dual is
   ``P(w, b) = 1/2 ||w||^2 + sum_i loss_i(y_i (w'phi(x_i) + b))`` with
   ``loss_i(t) = max_{gamma_i <= a <= C_i - gamma_i} [a (lam - t) - C_i G(a / C_i)]`` (the
@@ -140,7 +140,7 @@ def prepare_klr(
 def feasible_start(
     y: np.ndarray, lower: np.ndarray, upper: np.ndarray, C: np.ndarray
 ) -> np.ndarray:
-    """Keerthi's start (formulations.md section 5).
+    """Keerthi's start (docs/strategies/smo.md).
 
     alpha_i = 1/m_1 in class 1 and 1/m_2 in class 2 (both class sums are 1, so y'alpha = 0)
     when that lies strictly inside every box; otherwise the class with the larger lower-bound

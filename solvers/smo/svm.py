@@ -1,4 +1,4 @@
-r"""Weighted soft-margin SVM trained by SMO (formulations.md section 2).
+r"""Weighted soft-margin SVM trained by SMO (docs/strategies/smo.md).
 
 Dual (per-sample box C_i = C s_i w_{y_i}, s: sample weight, w: class weight)::
 
