@@ -15,10 +15,9 @@ make_weights        integer or uniform sample weights
 
 from __future__ import annotations
 
-import math
-from numbers import Integral, Real
-
 import numpy as np
+
+from solvers.validation import check_choice, check_int, check_nonnegative, check_number, invalid
 
 __all__ = ["make_lad", "make_classification", "make_sklr_synth", "make_weights", "NOISE_KINDS"]
 
@@ -27,49 +26,12 @@ NOISE_KINDS = ("laplace", "t3", "normal", "cauchy")
 _WEIGHT_KINDS = ("integer", "uniform")
 
 
-# --- parameter checks: one message template, "The 'x' parameter of f must be ... Got v instead."
+# --- parameter checks: solvers.validation's one template, "The 'x' parameter of f must be ..."
 
 
-def _fail(func: str, name: str, requirement: str, value: object) -> ValueError:
-    return ValueError(
-        f"The '{name}' parameter of {func} must be {requirement}. Got {value!r} instead."
-    )
-
-
-def _check_int(func: str, name: str, value: object, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < low:
-        raise _fail(func, name, f"an int >= {low}", value)
-    return int(value)
-
-
-def _check_real(
-    func: str, name: str, value: object, low: float, high: float = math.inf,
-    *, low_open: bool = False, high_open: bool = True,
-) -> float:
-    """Return ``float(value)`` if it is a finite-or-allowed real in the stated interval."""
-    lo_br, hi_br = ("(" if low_open else "["), (")" if high_open else "]")
-    requirement = f"a float in the range {lo_br}{low}, {high}{hi_br}"
-    if isinstance(value, bool) or not isinstance(value, Real):
-        raise _fail(func, name, requirement, value)
-    v = float(value)
-    below = v <= low if low_open else v < low
-    above = v >= high if high_open else v > high
-    if math.isnan(v) or below or above:
-        raise _fail(func, name, requirement, value)
-    return v
-
-
-def _check_choice(func: str, name: str, value: object, choices: tuple[str, ...]) -> str:
-    if value not in choices:
-        listed = ", ".join(repr(c) for c in choices)
-        raise _fail(func, name, f"one of {listed}", value)
-    return str(value)
-
-
-def _check_seed(func: str, seed: object) -> np.random.Generator:
-    if seed is None or (isinstance(seed, Integral) and not isinstance(seed, bool) and seed >= 0):
-        return np.random.default_rng(seed)  # type: ignore[arg-type]
-    raise _fail(func, "seed", "a non-negative int or None", seed)
+def _rng(func: str, seed: object) -> np.random.Generator:
+    """numpy's generator for a seed that is a non-negative int or None."""
+    return np.random.default_rng(check_int(seed, "seed", func, low=0, none_ok=True))
 
 
 # --- generators ---------------------------------------------------------------------------
@@ -147,14 +109,15 @@ def make_lad(
     ((50, 3), (50,), (3,), 1.0)
     """
     f = "make_lad"
-    n = _check_int(f, "n", n, 1)
-    p = _check_int(f, "p", p, 1)
-    noise = _check_choice(f, "noise", noise, NOISE_KINDS)
-    noise_scale = _check_real(f, "noise_scale", noise_scale, 0.0)
-    outlier_fraction = _check_real(f, "outlier_fraction", outlier_fraction, 0.0, 1.0)
-    outlier_scale = _check_real(f, "outlier_scale", outlier_scale, 0.0)
-    b0 = 0.0 if intercept is None else _check_real(f, "intercept", intercept, -math.inf)
-    rng = _check_seed(f, seed)
+    n = check_int(n, "n", f)
+    p = check_int(p, "p", f)
+    noise = check_choice(noise, "noise", f, NOISE_KINDS)
+    noise_scale = check_nonnegative(noise_scale, "noise_scale", f)
+    outlier_fraction = check_number(outlier_fraction, "outlier_fraction", f, low=0.0, high=1.0,
+                                    closed="left")
+    outlier_scale = check_nonnegative(outlier_scale, "outlier_scale", f)
+    b0 = 0.0 if intercept is None else check_number(intercept, "intercept", f)
+    rng = _rng(f, seed)
 
     # features and true coefficients
     X = rng.standard_normal((n, p))
@@ -175,9 +138,10 @@ def _class_sizes(func: str, n: int, weights: object) -> tuple[int, int]:
     try:
         w = tuple(float(v) for v in weights)  # type: ignore[union-attr]
     except (TypeError, ValueError):
-        raise _fail(func, "weights", "a pair (w_neg, w_pos) of floats", weights) from None
+        raise invalid("weights", func, "a pair (w_neg, w_pos) of floats", weights) from None
     if len(w) != 2 or not all(0.0 < v < 1.0 for v in w) or abs(sum(w) - 1.0) > 1e-9:
-        raise _fail(func, "weights", "a pair (w_neg, w_pos) in (0, 1) summing to 1", weights)
+        raise invalid("weights", func, "a pair (w_neg, w_pos) in (0, 1) summing to 1",
+                      weights)
     n_neg = min(max(int(round(w[0] * n)), 1), n - 1)
     return n_neg, n - n_neg
 
@@ -232,12 +196,12 @@ def make_classification(
         Labels in ``{-1.0, +1.0}`` (after label noise).
     """
     f = "make_classification"
-    n = _check_int(f, "n", n, 2)
-    p = _check_int(f, "p", p, 1)
-    separation = _check_real(f, "separation", separation, 0.0)
-    label_noise = _check_real(f, "label_noise", label_noise, 0.0, 1.0)
+    n = check_int(n, "n", f, low=2)
+    p = check_int(p, "p", f)
+    separation = check_nonnegative(separation, "separation", f)
+    label_noise = check_number(label_noise, "label_noise", f, low=0.0, high=1.0, closed="left")
     n_neg, n_pos = _class_sizes(f, n, weights)
-    rng = _check_seed(f, seed)
+    rng = _rng(f, seed)
 
     # direction of the class means, then labels and clouds
     u = rng.standard_normal(p)
@@ -285,9 +249,9 @@ def make_sklr_synth(
         Labels in ``{-1.0, +1.0}``.
     """
     f = "make_sklr_synth"
-    n = _check_int(f, "n", n, 2)
-    noise = _check_real(f, "noise", noise, 0.0, 0.5)
-    rng = _check_seed(f, seed)
+    n = check_int(n, "n", f, low=2)
+    noise = check_number(noise, "noise", f, low=0.0, high=0.5, closed="left")
+    rng = _rng(f, seed)
 
     n_pos = (n + 1) // 2
     y = np.concatenate([np.ones(n_pos), -np.ones(n - n_pos)])
@@ -324,15 +288,15 @@ def make_weights(
         ``float64`` weights in ``[low, high]``.
     """
     f = "make_weights"
-    n = _check_int(f, "n", n, 1)
-    kind = _check_choice(f, "kind", kind, _WEIGHT_KINDS)
-    low = _check_real(f, "low", low, 0.0)
-    high = _check_real(f, "high", high, low)
+    n = check_int(n, "n", f)
+    kind = check_choice(kind, "kind", f, _WEIGHT_KINDS)
+    low = check_nonnegative(low, "low", f)
+    high = check_number(high, "high", f, low=low, closed="left")
     if kind == "integer":
         for name, v in (("low", low), ("high", high)):
             if not float(v).is_integer():
-                raise _fail(f, name, "a whole number when kind='integer'", v)
-    rng = _check_seed(f, seed)
+                raise invalid(name, f, "a whole number when kind='integer'", v)
+    rng = _rng(f, seed)
     if kind == "integer":
         return rng.integers(int(low), int(high), size=n, endpoint=True).astype(np.float64)
     return rng.uniform(low, high, size=n)

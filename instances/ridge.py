@@ -12,29 +12,15 @@ Synthetic data (Shi & Phillips 2020; Dickens et al., Appendix E)::
 
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 import scipy.fft
 
-
-def _int(value: object, name: str, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral) or int(value) < low:
-        raise ValueError(f"The '{name}' parameter must be an integer >= {low}; got {value!r}.")
-    return int(value)
-
-
-def _real(value: object, name: str, *, low: float, open_low: bool) -> float:
-    ok = isinstance(value, numbers.Real) and not isinstance(value, bool) and np.isfinite(value)
-    if ok:
-        ok = value > low if open_low else value >= low
-    if not ok:
-        bracket = "(" if open_low else "["
-        raise ValueError(
-            f"The '{name}' parameter must be a float in the range {bracket}{low}, inf); "
-            f"got {value!r}."
-        )
-    return float(value)
+from solvers.validation import (
+    check_array,
+    check_int,
+    check_nonnegative,
+    check_positive,
+)
 
 
 def make_ridge(
@@ -61,10 +47,11 @@ def make_ridge(
     x0 : ndarray (d,)
         The unit-norm ground truth.
     """
-    n = _int(n, "n", 1)
-    d = _int(d, "d", 1)
-    r = _real(r, "r", low=0.0, open_low=True)
-    sigma = _real(sigma, "sigma", low=0.0, open_low=False)
+    f = "make_ridge"
+    n = check_int(n, "n", f)
+    d = check_int(d, "d", f)
+    r = check_positive(r, "r", f)
+    sigma = check_nonnegative(sigma, "sigma", f)
     rng = np.random.default_rng(seed)
     R = max(1, int(np.floor(r * d + 0.5)))
     j = np.arange(d)
@@ -86,13 +73,10 @@ def random_fourier_features(
     ``u_j ~ U[0, 2 pi)``, so ``Z Z'`` approximates the kernel matrix (as scikit-learn's
     RBFSampler, whose defaults the paper used with d = 1024).
     """
-    X = np.asarray(X, dtype=np.float64)
-    if X.ndim != 2 or X.shape[1] < 1:
-        raise ValueError(f"The 'X' argument must be a 2-D array (n x p); got shape {X.shape}.")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("The 'X' argument contains NaN or inf; remove or impute them first.")
-    d = _int(d, "d", 1)
-    gamma = _real(gamma, "gamma", low=0.0, open_low=True)
+    f = "random_fourier_features"
+    X = check_array(X, "X", min_samples=0)
+    d = check_int(d, "d", f)
+    gamma = check_positive(gamma, "gamma", f)
     rng = np.random.default_rng(seed)
     W = rng.normal(scale=np.sqrt(2.0 * gamma), size=(X.shape[1], d))
     u = rng.uniform(0.0, 2.0 * np.pi, size=d)
