@@ -490,7 +490,6 @@ ESTIMATOR_OF = {
 
 def _fit(args: argparse.Namespace) -> int:
     """Fit the problem's estimator on the data file and save it (see :mod:`optmodels.model_io`)."""
-    _require("sklearn", "fit")
     from optmodels.model_io import estimator_classes, save_model
     from optmodels.strategies import check_strategy_options, options_for
 
@@ -573,6 +572,9 @@ def _fit_text(est: Any, results: list[Any], names: list[str]) -> str:
 
     named = _estimator_coefficients(est, names)
     blocks = [r.summary() for r in results]
+    if len(results) > 1:  # one solve per pair of classes (i, j)
+        pairs = itertools.combinations(est.classes_.tolist(), 2)
+        blocks = [f"pair {i} vs {j}:\n{b}" for (i, j), b in zip(pairs, blocks, strict=True)]
     if "n_support_vectors" in named:
         per = ", ".join(f"{c}: {n}" for c, n in named["n_support"].items())
         blocks.append(f"Support vectors: {named['n_support_vectors']} (per class {per})")
@@ -586,7 +588,6 @@ def _fit_text(est: Any, results: list[Any], names: list[str]) -> str:
 
 def _predict(args: argparse.Namespace) -> int:
     """Predictions (or class probabilities) of a saved model on a data file, as CSV."""
-    _require("sklearn", "predict")
     from optmodels.model_io import read_model
 
     if args.out is not None and Path(args.out).suffix.lower() != ".csv":
