@@ -230,8 +230,8 @@ def test_bad_parameter_raises_naming_it(gen, name, value):
 
 
 def test_make_weights_n_is_validated():
-    with pytest.raises(ValueError,
-                       match=r"'n' parameter of make_weights must be an int in the range \[1, inf\)"):
+    with pytest.raises(ValueError, match=r"'n' parameter of make_weights must be an int in the "
+                                         r"range \[1, inf\)"):
         make_weights(n=0)
 
 
