@@ -14,13 +14,14 @@ The header records the format and its version (:data:`FORMAT_VERSION`), the tool
 problem, the estimator class, its hyperparameters (strategy and strategy options among them),
 each solve's termination / certificate / gap, the feature names, the classes (labels of JSON
 types: str, int, float, bool; labels that do not survive the JSON round trip are refused on
-saving), the kernel, and ``arrays_sha256``: SHA-256 over the arrays (sorted by name; each
-contributes its name, dtype, shape and C-order bytes).
+saving), the kernel, ``arrays_sha256``: SHA-256 over the arrays (sorted by name; each
+contributes its name, dtype, shape and C-order bytes), and ``header_sha256`` over the rest of
+the header (canonical JSON).
 
 :func:`load_model` refuses, with a one-line :class:`ModelFileError` (a ``ValueError``), a file
 that is not such an archive, another format or format version, a header with missing or
-unexpected keys, an unexpected or missing array, an array of the wrong dtype or shape, an object
-array, or arrays whose hash differs from the header's.
+unexpected keys, a header or arrays whose hash differs, an unexpected or missing array, an
+array of the wrong dtype or shape, or an object array.
 """
 
 from __future__ import annotations
@@ -50,7 +51,7 @@ PROBLEM_OF = {
 _HEADER_KEYS = (
     "format", "format_version", "toolkit_version", "problem", "estimator", "hyperparameters",
     "strategy", "strategy_options", "fit", "n_features_in", "feature_names", "feature_names_in",
-    "classes", "classes_dtype", "kernel", "n_iter", "arrays_sha256",
+    "classes", "classes_dtype", "kernel", "n_iter", "arrays_sha256", "header_sha256",
 )
 
 # Array schemas: name -> (dtype, shape in symbols: p features, k classes, m = k(k-1)/2 pairs,
@@ -134,7 +135,7 @@ def _header(est: Any, path: Any, arrays: dict[str, np.ndarray], names: Any) -> d
     classes, dtype = _encode_classes(getattr(est, "classes_", None), path)
     kernel = getattr(est, "kernel_", None)
     results = est.result_ if isinstance(est.result_, list) else [est.result_]
-    return {
+    header = {
         "format": FORMAT,
         "format_version": FORMAT_VERSION,
         "toolkit_version": __version__,
@@ -155,6 +156,15 @@ def _header(est: Any, path: Any, arrays: dict[str, np.ndarray], names: Any) -> d
         "n_iter": int(est.n_iter_) if np.ndim(est.n_iter_) == 0 else None,
         "arrays_sha256": arrays_sha256(arrays),
     }
+    header["header_sha256"] = header_sha256(header)
+    return header
+
+
+def header_sha256(header: Mapping[str, Any]) -> str:
+    """SHA-256 of the header's other entries (canonical JSON, sorted keys), so that a changed
+    hyperparameter, kernel width or label is detected as well as a changed array."""
+    rest = {k: v for k, v in header.items() if k != "header_sha256"}
+    return hashlib.sha256(json.dumps(rest, sort_keys=True).encode()).hexdigest()
 
 
 def fit_record(res: Any) -> dict[str, Any]:
@@ -327,6 +337,9 @@ def _check_header(z: Any, path: Any) -> dict[str, Any]:
         extra, missing = sorted(keys - set(_HEADER_KEYS)), sorted(set(_HEADER_KEYS) - keys)
         raise _refuse(path, f"the header has unexpected keys {extra} / lacks {missing}; the "
                       "file was altered. Refit and save again.")
+    if header["header_sha256"] != header_sha256(header):
+        raise _refuse(path, "the header does not match its SHA-256; the file was altered or "
+                      "damaged. Refit and save again.")
     if header["estimator"] not in _SCHEMA or header["problem"] != PROBLEM_OF[header["estimator"]]:
         raise _refuse(path, f"unknown estimator {header['estimator']!r} for problem "
                       f"{header['problem']!r}; model files hold {', '.join(_SCHEMA)}.")

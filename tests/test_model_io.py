@@ -17,6 +17,7 @@ from optmodels.model_io import (
     HEADER_KEY,
     ModelFileError,
     arrays_sha256,
+    header_sha256,
     load_model,
     read_header,
     save_model,
@@ -97,12 +98,15 @@ def test_labels_that_cannot_round_trip_are_refused(data, tmp_path):
     assert not (tmp_path / "m.npz").exists()
 
 
-def _rewrite(path, out, header=None, arrays=None):
-    """Write a copy of a model file with the header / arrays changed (a tampered file)."""
+def _rewrite(path, out, header=None, arrays=None, rehash=True):
+    """Write a copy of a model file with the header / arrays changed (a tampered file); with
+    ``rehash`` the header hash is recomputed, so the other checks are the ones tested."""
     with np.load(path, allow_pickle=False) as z:
         h = json.loads(str(z[HEADER_KEY][()]))
         a = {k: z[k] for k in z.files if k != HEADER_KEY}
     h = header(h) if header else h
+    if rehash:
+        h["header_sha256"] = header_sha256(h)
     a = arrays(a) if arrays else a
     np.savez(out, **{HEADER_KEY: np.array(json.dumps(h))}, **a)
     return out
@@ -132,6 +136,8 @@ TAMPER = [
     ("object array", dict(arrays=lambda a: _set(a, "coef_", np.array([{}], dtype=object))),
      "objects"),
     ("estimator", dict(header=lambda h: _set(h, "estimator", "os.system")), "unknown estimator"),
+    ("kernel width", dict(header=lambda h: _set(h, "kernel", {**h["kernel"], "gamma": 9.0}),
+                          rehash=False), "header does not match"),
 ]
 
 
