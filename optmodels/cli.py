@@ -189,6 +189,9 @@ def main(argv: list[str] | None = None) -> int:
     }
     try:
         return command[args.command](args)
+    except BrokenPipeError:  # the reader went away (`optmodels info | head`): not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except (ValueError, OSError, SolveError) as exc:  # ValueError covers DataError, ExportError
         return _error(args.command, _one_line(exc))
     except ImportError as exc:

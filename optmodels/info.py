@@ -37,14 +37,16 @@ def describe(problem: str | None = None, strategy: str | None = None) -> str:
         f"{name}: {p.doc} [{p.describe()}; default {p.default!r}]" for name, p in cls.PARAMS.items()
     )
     return (
-        f"{problem}: {_first_line(cls.__doc__)}\nparameters (--param KEY=VALUE):\n"
+        f"{problem}: {_first_line(cls.__doc__)} (the mathematics: docs/problems/{problem}.md)\n"
+        "parameters (--param KEY=VALUE):\n"
         f"{_indent(params)}\nstrategies: {', '.join(strategies_for(problem))}"
         f"\n(options of one: optmodels info {problem} STRATEGY)"
     )
 
 
 def _first_line(doc: str | None) -> str:
-    return (doc or "").strip().splitlines()[0] if doc else ""
+    line = (doc or "").strip().splitlines()[0] if doc else ""
+    return line.replace(" (see the module docstring).", "").rstrip(".")
 
 
 def _indent(text: str) -> str:

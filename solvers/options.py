@@ -305,7 +305,8 @@ _RIDGE_COMMON = (
     Option("m", "int", None,
            "sketch size (rows of B or S), at most d; default min(256, d); a larger m is an "
            "error", "ell", low=1, none_ok=True),
-    _tol(1e-10, "stop with OPTIMAL once ||grad f(x)|| <= tol ||A'b||", "epsilon", zero_ok=True),
+    _tol(1e-10, "stop with OPTIMAL once ||grad f(x)|| <= tol (||A'Ax|| + gamma ||x|| + "
+         "||A'b||)", "epsilon", zero_ok=True),
     Option("x_star", "array", None,
            "the exact solution, to record ||x_t - x*|| / ||x*|| (the toolkit passes it for "
            "d <= 2000)", "x*", none_ok=True),
