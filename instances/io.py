@@ -44,6 +44,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from instances.atomic import atomic_write
+from solvers.validation import check_finite
 
 __all__ = ["Data", "DataFileError", "load", "save", "SUPPORTED_EXTENSIONS"]
 
@@ -459,19 +460,6 @@ def _numeric(path: Path, a: np.ndarray, name: str) -> np.ndarray:
 # --- save ------------------------------------------------------------------------------------
 
 
-def _check_finite(name: str, a: np.ndarray) -> None:
-    if np.isnan(a).any():
-        raise ValueError(
-            f"{name} contains NaN (first at flat index {int(np.flatnonzero(np.isnan(a))[0])}); "
-            "remove or impute missing values before saving."
-        )
-    if np.isinf(a).any():
-        raise ValueError(
-            f"{name} contains infinity (first at flat index "
-            f"{int(np.flatnonzero(np.isinf(a))[0])}); replace infinite values before saving."
-        )
-
-
 def _as_arrays(
     X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray | None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
@@ -488,7 +476,7 @@ def _as_arrays(
             raise ValueError(f"sample_weight must have shape {y.shape}; got {sw.shape}.")
     for name, a in (("X", X), ("y", y), ("sample_weight", sw)):
         if a is not None:
-            _check_finite(name, a)
+            check_finite(a, name)
     return X, y, sw
 
 

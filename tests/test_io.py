@@ -276,7 +276,7 @@ def test_save_refuses_nonfinite_and_writes_nothing(tmp_path, ext, array, bad, wo
     arrays[array] = arrays[array].copy()
     arrays[array].flat[3] = bad
     path = tmp_path / f"d.{ext}"
-    with pytest.raises(ValueError, match=f"^{array} contains {word}"):
+    with pytest.raises(ValueError, match=f"^Input {array!r} contains {word}"):
         save(path, arrays["X"], arrays["y"], arrays["sample_weight"])
     assert os.listdir(tmp_path) == []
 
