@@ -414,10 +414,11 @@ class SVMClassifier(_PairClassifier):
         if alpha is None:  # linear AID: no alphas; the support is the margin-active rows
             support = np.flatnonzero(y_pm * (X @ w + b) <= 1.0 + 1e-9)
             return {"support": support, "coef": None, "b": b, "w": w}
+        f = res.extra.get("decision_train")  # SMO / block hold it: no K v product needed
         if problem.kernel == "linear":
             w = X.T @ (alpha * y_pm) if w is None else w
-            f = X @ w + b
-        else:
+            f = X @ w + b if f is None else f
+        elif f is None or len(f) != len(y_pm):
             f = problem.kernel_matvec(alpha * y_pm) + b
         support = np.flatnonzero(
             (alpha > SUPPORT_REL * problem.box.max()) & (y_pm * f <= 1.0 + MARGIN_TOL)
