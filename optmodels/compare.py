@@ -21,7 +21,32 @@ from typing import Any
 import numpy as np
 
 from optmodels.memory import PeakRSS
-from solvers.result import SolveResult
+from solvers.result import SolveResult, format_number
+
+COLUMNS: list[tuple[str, str, str]] = [
+    ("solver", "solver", "text"),
+    ("termination", "termination", "text"),
+    ("certified", "certified", "value"),
+    ("objective", "objective", "value"),
+    ("gap", "gap", "gap"),
+    ("ref_gap", "ref_gap", "gap"),
+    ("distance", "distance", "gap"),
+    ("iterations", "iterations", "count"),
+    ("time_s", "time", "seconds"),
+    ("speedup", "speedup", "ratio"),
+    ("peak_mb", "peak_mem", "megabytes"),
+]
+"""The table's columns: (record key, header, kind of :func:`solvers.result.format_number`;
+"count" is an integer, "text" a string as it is)."""
+
+EXTRA_COLUMNS: list[tuple[str, str, str]] = [
+    ("n_clusters_final", "clusters", "count"),
+    ("n_active", "n_active", "count"),
+    ("n_sv", "n_sv", "count"),
+    ("train_accuracy", "train_acc", "value"),
+    ("rel_error", "rel_error", "gap"),
+]
+"""Problem-specific columns, shown when some row has them."""
 
 
 @dataclasses.dataclass
@@ -33,46 +58,62 @@ class Comparison:
     records: list[dict[str, Any]]
     results: dict[str, SolveResult]
 
-    def to_frame(self) -> Any:
-        """A pandas DataFrame of the records (needs ``pip install optmodels[plot]``)."""
+    def to_frame(self, formatted: bool = False) -> Any:
+        """A pandas DataFrame of the records, one row per strategy (index ``strategy``).
+
+        ``formatted=False``: every record field as a number (for analysis). ``formatted=True``:
+        the table's columns (:data:`COLUMNS`, then the :data:`EXTRA_COLUMNS` some row has) as
+        strings by :func:`solvers.result.format_number`: seconds with a unit ("2.93 s"),
+        speed-ups as "4.1x", counts as integers, |gaps| below 1e-12 as "0", certified yes/no,
+        missing values "-".
+        """
         import pandas as pd
 
-        return pd.DataFrame(self.records).set_index("strategy")
+        if not formatted:
+            return pd.DataFrame(self.records).set_index("strategy")
+        cols = self._columns()
+        data = {head: [_cell(r.get(key), kind) for r in self.records] for key, head, kind in cols}
+        index = pd.Index([r["strategy"] for r in self.records], name="strategy")
+        return pd.DataFrame(data, index=index)
+
+    def _columns(self) -> list[tuple[str, str, str]]:
+        extra = [c for c in EXTRA_COLUMNS if any(c[0] in r for r in self.records)]
+        return COLUMNS + extra
 
     def to_text(self) -> str:
-        """A fixed-width table for terminals."""
-        cols = [
-            "strategy",
-            "solver",
-            "termination",
-            "objective",
-            "gap",
-            "ref_gap",
-            "distance",
-            "iterations",
-            "time_s",
-            "speedup",
-            "peak_mb",
-        ]
-        rows = [[_fmt(r.get(c)) for c in cols] for r in self.records]
-        widths = [max(len(c), *(len(row[i]) for row in rows)) for i, c in enumerate(cols)]
-        line = "  ".join(c.ljust(w) for c, w in zip(cols, widths, strict=False))
-        body = ["  ".join(v.ljust(w) for v, w in zip(row, widths, strict=False)) for row in rows]
-        return "\n".join([f"{self.problem}: reference = {self.reference}", line] + body)
+        """The formatted frame (``to_frame(formatted=True)``) as a fixed-width table: text
+        columns left-aligned, numbers right-aligned."""
+        frame = self.to_frame(formatted=True)
+        kinds = {"strategy": "text", **{head: kind for _, head, kind in self._columns()}}
+        cells = [["strategy", *frame.columns]]
+        cells += [[str(idx), *row] for idx, row in zip(frame.index, frame.values, strict=True)]
+        widths = [max(len(row[i]) for row in cells) for i in range(len(cells[0]))]
+
+        def line(row: list[str]) -> str:
+            out = [
+                v.ljust(w) if kinds[h] == "text" else v.rjust(w)
+                for v, w, h in zip(row, widths, cells[0], strict=True)
+            ]
+            return "  ".join(out).rstrip()
+
+        return "\n".join([f"{self.problem}: reference = {self.reference}", *map(line, cells)])
 
     def plot(self, path: str) -> str:
-        """Write the convergence plot (see :mod:`optmodels.plots`)."""
-        from optmodels.plots import plot_comparison
+        """Write the convergence figure (see :mod:`optmodels.plots`); needs matplotlib
+        (``pip install "optmodels[plot]"``), checked before anything is drawn."""
+        from optmodels.plots import plot_comparison, require_matplotlib
 
+        require_matplotlib("Comparison.plot")
         return plot_comparison(self, path)
 
 
-def _fmt(v: Any) -> str:
-    if v is None:
-        return "-"
-    if isinstance(v, float):
-        return f"{v:.6g}" if np.isfinite(v) else str(v)
-    return str(v)
+def _cell(v: Any, kind: str) -> str:
+    """One table cell: ``v`` through :func:`format_number` (counts cast to int first)."""
+    if v is None or kind == "text":
+        return format_number(v) if v is None else str(v)
+    if kind == "count" and float(v).is_integer():
+        return format_number(int(v))
+    return format_number(v, "value" if kind == "count" else kind)
 
 
 def record(problem: Any, res: SolveResult, peak_mb: float | None = None) -> dict[str, Any]:

@@ -1,95 +1,201 @@
 """Convergence plots of a comparison: one panel per quantity, one line per strategy.
 
-Strategies record ``extra["history"]`` as a list of per-iteration dicts. The quantities drawn,
-when present, are (key: panel title, axis label):
+Strategies record ``extra["history"]`` as a list of per-iteration dicts. The panels drawn, when
+some strategy records their quantity, are:
 
-- ``gap``: relative optimality gap (AID: (E_best - F) / E_best);
-- ``F`` and ``E_best``: AID's lower and upper bounds, in one panel with the reference optimum;
+- ``gap``: the strategy's relative optimality gap (AID: (E_best - F) / scale);
+- ``bounds``: AID's lower bound F and upper bound E_best as relative distances to the reference
+  optimum f*: |f* - F| / max(1, |f*|) and |E_best - f*| / max(1, |f*|);
 - ``rel_error``: ||x_t - x*|| / ||x*|| of the sketched ridge solvers;
-- ``grad_norm``: gradient norm;
-- ``violation``: SMO's maximal KKT violation;
-- ``objective``: the objective per iteration.
+- ``grad_norm``: their relative gradient norm;
+- ``violation``: SMO's KKT violation, max over I_up minus min over I_low of y_i grad_i;
+- ``objective``: |f(x_t) - f*| / max(1, |f*|) per iteration;
+- ``wall-clock``: every strategy of the comparison against seconds: the relative objective
+  difference to f* along its history where the history has times, and its final result
+  (|ref_gap| at the whole call's wall-clock time) as a large marker.
 
-Axes use a log scale where the plotted values are positive and span more than two decades.
+All these quantities are nonnegative relative distances that shrink by decades, so every y axis
+is logarithmic; values at or below 1e-16 (exact zeros included) are drawn at 1e-16. The seconds
+axis is logarithmic when its values span more than two decades. Axes never use offset notation.
+Each strategy keeps one colour, marker and line style in every panel.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from typing import Any
 
 import numpy as np
 
+FLOOR = 1e-16
+"""Relative distances at or below FLOOR are drawn at FLOOR (a log axis cannot show 0)."""
+
+QUANTITIES = ("gap", "F", "E_best", "rel_error", "grad_norm", "violation", "objective")
+"""The history keys :func:`series` collects."""
+
 PANELS: list[tuple[str, str, str]] = [
-    ("gap", "Relative optimality gap (0 = certified, drawn at 1e-16)", "gap (relative)"),
-    ("F", "Bounds: F (lower, aggregated optimum) and E_best (upper, full objective)", "objective"),
-    ("E_best", "", ""),
-    ("rel_error", "Relative error to the exact solution", "||x_t - x*|| / ||x*||"),
-    ("grad_norm", "Gradient norm", "||grad f(x_t)||"),
-    ("violation", "Maximal KKT violation", "max m over I_up - min m over I_low"),
-    ("objective", "Objective", "objective"),
+    ("gap", "relative optimality gap of the strategy", "(upper - lower bound) / scale"),
+    ("bounds", "bounds relative to the reference optimum f*", "|bound - f*| / max(1, |f*|)"),
+    ("rel_error", "relative error to the exact solution", "||x_t - x*|| / ||x*||"),
+    ("grad_norm", "relative gradient norm", "relative ||grad f(x_t)||"),
+    ("violation", "SMO stopping criterion", "KKT violation\n(max over I_up − min over I_low)"),
+    ("objective", "objective relative to the reference optimum", "|f(x_t) - f*| / max(1, |f*|)"),
+    ("wall-clock", "relative objective difference against time", "|f - f*| / max(1, |f*|)"),
 ]
+"""(panel key, title, y label) in drawing order."""
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)))
+
+
+def require_matplotlib(feature: str = "plotting") -> None:
+    """Raise ModuleNotFoundError with the install command unless matplotlib is importable."""
+    if importlib.util.find_spec("matplotlib") is None:
+        raise ModuleNotFoundError(
+            f"{feature} needs matplotlib, which is optional: install it with "
+            'pip install "optmodels[plot]"',
+            name="matplotlib",
+        )
 
 
 def series(comparison: Any) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]]]:
-    """{panel key: {strategy: (iterations, values)}} for every history in the comparison."""
+    """{history key: {strategy: (iterations, values)}} for every history in the comparison
+    (keys of :data:`QUANTITIES`, values as recorded, non-finite entries dropped)."""
     out: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
     for name, res in comparison.results.items():
         history = res.extra.get("history") or []
-        for key, _, _ in PANELS:
+        for key in QUANTITIES:
             pts = [
                 (h.get("iteration", i), h[key])
                 for i, h in enumerate(history)
                 if h.get(key) is not None and np.isfinite(h[key])
             ]
             if pts:
-                it, val = map(np.asarray, zip(*pts, strict=False))
+                it, val = map(np.asarray, zip(*pts, strict=True))
                 out.setdefault(key, {})[name] = (it, val)
     return out
+
+
+def styles(comparison: Any) -> dict[str, dict[str, Any]]:
+    """One (colour, marker, line style) per strategy, in the comparison's order."""
+    return {
+        name: {
+            "color": f"C{i % 10}",
+            "marker": MARKERS[i % len(MARKERS)],
+            "linestyle": LINESTYLES[i % len(LINESTYLES)],
+        }
+        for i, name in enumerate(comparison.results)
+    }
+
+
+Line = tuple[str, np.ndarray, np.ndarray, dict[str, Any]]
+"""(label, x, y, matplotlib keyword arguments) of one drawn series."""
+
+
+def panel_lines(comparison: Any) -> dict[str, list[Line]]:
+    """{panel key: its lines} for the panels that have data (see the module docstring)."""
+    data, sty = series(comparison), styles(comparison)
+    f_ref = comparison.results[comparison.reference].objective
+    scale = max(1.0, abs(f_ref)) if np.isfinite(f_ref) else 1.0
+    out: dict[str, list[Line]] = {}
+    for key in ("gap", "rel_error", "grad_norm", "violation"):
+        for name, (it, val) in data.get(key, {}).items():
+            out.setdefault(key, []).append((name, it, val, sty[name]))
+    for name, (it, val) in data.get("E_best", {}).items():
+        out.setdefault("bounds", []).append(
+            (f"{name}: E_best (upper)", it, np.abs(val - f_ref) / scale, sty[name])
+        )
+    for name, (it, val) in data.get("F", {}).items():
+        hollow = {**sty[name], "linestyle": ":", "markerfacecolor": "none"}
+        lower = (f"{name}: F (lower)", it, np.abs(f_ref - val) / scale, hollow)
+        out.setdefault("bounds", []).append(lower)
+    for name, (it, val) in data.get("objective", {}).items():
+        out.setdefault("objective", []).append((name, it, np.abs(val - f_ref) / scale, sty[name]))
+    out["wall-clock"] = _wall_clock_lines(comparison, sty, f_ref, scale)
+    return out
+
+
+def _wall_clock_lines(comparison: Any, sty: dict[str, dict[str, Any]], f_ref: float,
+                      scale: float) -> list[Line]:
+    """Per strategy: its history's |f_t - f*| / scale against the history's seconds (AID's
+    E_best, the sketches' objective), and its final |ref_gap| at its wall-clock time."""
+    lines: list[Line] = []
+    ref_gap = {r["strategy"]: r.get("ref_gap") for r in comparison.records}
+    for name, res in comparison.results.items():
+        pts = [
+            (h["time"], h.get("objective", h.get("E_best")))
+            for h in res.extra.get("history") or []
+            if h.get("time") is not None and h.get("objective", h.get("E_best")) is not None
+        ]
+        if pts:
+            t, f = map(np.asarray, zip(*pts, strict=True))
+            lines.append((name, t, np.abs(f - f_ref) / scale, sty[name]))
+        final = ref_gap.get(name)
+        if final is not None and res.time > 0:
+            end = {**sty[name], "linestyle": "none", "markersize": 10, "markerfacecolor": "none",
+                   "markeredgewidth": 1.6}
+            label = f"{name}: final" if pts else name
+            lines.append((label, np.array([res.time]), np.array([abs(final)]), end))
+    return lines
 
 
 def plot_comparison(comparison: Any, path: str) -> str:
     """Write the convergence figure to ``path`` (PNG/PDF/SVG by suffix); returns the path.
 
-    Strategies without a history (one-shot or full solves) appear as a horizontal reference
-    line in the objective panel when there is one. Raises ValueError when nothing has a history.
+    Raises ModuleNotFoundError (with the install command) without matplotlib, ValueError when
+    no strategy recorded a history.
     """
-    import matplotlib
+    require_matplotlib("Comparison.plot")
+    convergence_figure(comparison).savefig(path, dpi=100)
+    return str(path)
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
 
-    data = series(comparison)
-    if not data:
+def convergence_figure(comparison: Any) -> Any:
+    """The matplotlib Figure of :func:`plot_comparison`: one row per panel with data, the
+    legend of each panel outside it on the right."""
+    require_matplotlib("convergence_figure")
+    from matplotlib.figure import Figure  # no pyplot: the caller's backend is left alone
+
+    if not series(comparison):
         raise ValueError(
             "No strategy in this comparison recorded a per-iteration history; "
-            "add an iterative strategy (e.g. aid, smo, pcg) to plot convergence."
+            "add an iterative strategy (e.g. aid, smo, pcg-rfd) to plot convergence."
         )
-    keys = [k for k, _, _ in PANELS if k in data and k != "E_best"]
-    fig, axes = plt.subplots(len(keys), 1, figsize=(7.5, 3.3 * len(keys)), squeeze=False)
+    lines = panel_lines(comparison)
+    keys = [k for k, _, _ in PANELS if lines.get(k)]
+    fig = Figure(figsize=(9.0, 2.9 * len(keys)), layout="constrained")
+    axes = fig.subplots(len(keys), 1, squeeze=False)
     for ax, key in zip(axes[:, 0], keys, strict=True):
-        title, ylabel = next((t, y) for k, t, y in PANELS if k == key)
-        lines = {f"{name}: F" if key == "F" else name: pts for name, pts in data[key].items()}
-        if key == "F":
-            lines.update({f"{name}: E_best": pts for name, pts in data.get("E_best", {}).items()})
-            ref = comparison.results[comparison.reference].objective
-            ax.axhline(ref, color="k", ls=":", label=f"{comparison.reference} optimum")
-        floor = 1e-16 if key == "gap" else None
-        values = []
-        for label, (it, val) in lines.items():
-            val = np.maximum(val, floor) if floor else val
-            ax.plot(it, val, marker="o", markersize=3, label=label)
-            values.append(val)
-        allv = np.concatenate(values)
-        if (allv > 0).all() and allv.max() / allv.min() > 100:
-            ax.set_yscale("log")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_title(f"{comparison.problem}: {title}", fontsize=10)
+        _draw_panel(ax, comparison.problem, key, lines[key])
+    return fig
+
+
+def _draw_panel(ax: Any, problem: str, key: str, lines: list[Line]) -> None:
+    from matplotlib.ticker import MaxNLocator
+
+    title, ylabel = next((t, y) for k, t, y in PANELS if k == key)
+    floored = False
+    for label, x, y, kw in lines:
+        shown = np.maximum(y, FLOOR)
+        floored = floored or bool((y <= FLOOR).any())
+        ax.plot(x, shown, label=label, **{"markersize": 4, **kw})
+    ax.set_yscale("log")
+    xs = np.concatenate([x for _, x, _, _ in lines])
+    if key == "wall-clock":
+        ax.set_xlabel("wall-clock seconds")
+        if xs.min() > 0 and xs.max() / xs.min() > 100:
+            ax.set_xscale("log")
+    else:
         ax.set_xlabel("iteration")
-        ax.set_ylabel(ylabel)
-        ax.grid(True, alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
-    plt.close(fig)
-    return str(path)
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if xs.min() == xs.max():  # one iteration: an integer tick either side
+            ax.set_xlim(xs.min() - 1, xs.max() + 1)
+    for axis in (ax.xaxis, ax.yaxis):
+        fmt = axis.get_major_formatter()
+        if hasattr(fmt, "set_useOffset"):
+            fmt.set_useOffset(False)
+    note = f" (values ≤ {FLOOR:.0e} drawn at {FLOOR:.0e})" if floored else ""
+    ax.set_title(f"{problem}: {title}{note}", fontsize=10)
+    ax.set_ylabel(ylabel, fontsize=9)
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1.0), borderaxespad=0.0)

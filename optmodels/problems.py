@@ -19,7 +19,7 @@ DEFAULTS: dict[str, dict[str, Any]] = {
     "lad": {"n": 20_000, "p": 10, "seed": 0},
     "svm": {"n": 5_000, "p": 20, "seed": 0},
     "klr": {"n": 400, "p": 2, "seed": 0},
-    "ridge": {"n": 5_000, "p": 500, "seed": 0},
+    "ridge": {"n": 5_000, "p": 1_000, "seed": 0},  # m = 256 < rank: the iterations show
 }
 
 
@@ -28,7 +28,7 @@ DEFAULT_STRATEGIES: dict[str, list[str]] = {
     "lad": ["full", "aid"],
     "svm": ["full", "aid", "smo"],
     "klr": ["full", "smo"],
-    "ridge": ["full", "fdrr", "rfdrr", "rfd", "pcg-rfd", "ihs-gaussian"],
+    "ridge": ["full", "fdrr", "rfdrr", "rfd", "pcg-fd", "pcg-rfd"],
 }
 
 

@@ -238,7 +238,8 @@ def format_number(value: Any, kind: str = "value") -> str:
     """The one number format of the reports: ``None`` as "-", bools as yes/no, ints as they
     are, floats with 6 significant digits; ``kind="seconds"``: 3 significant digits and a unit
     ("2.93 s", "412 ms", "1234 s"); ``kind="gap"``: |gap| < 1e-12 shown as 0, else 3
-    significant digits."""
+    significant digits; ``kind="ratio"``: 2 significant digits and "x" ("4.1x", "12x");
+    ``kind="megabytes"``: 3 significant digits and "MB" ("2.13 MB")."""
     if value is None:
         return "-"
     if isinstance(value, (bool, np.bool_)):
@@ -254,8 +255,15 @@ def format_number(value: Any, kind: str = "value") -> str:
         return f"{v:.0f} s" if v >= 1000 else f"{v:.3g} s"
     if kind == "gap":
         return "0" if abs(v) < 1e-12 else f"{v:.3g}"
+    if kind == "ratio":
+        return f"{v:.0f}x" if abs(v) >= 10 else f"{v:.2g}x"
+    if kind == "megabytes":
+        return f"{v:.0f} MB" if abs(v) >= 1000 else f"{v:.3g} MB"
     if kind != "value":
-        raise ValueError(f"format_number: kind must be 'value', 'seconds' or 'gap'; got {kind!r}.")
+        raise ValueError(
+            "format_number: kind must be 'value', 'seconds', 'gap', 'ratio' or 'megabytes'; "
+            f"got {kind!r}."
+        )
     return f"{v:.6g}"
 
 

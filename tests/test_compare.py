@@ -142,3 +142,40 @@ def test_peak_rss_sees_a_large_allocation():
         a.sum()
         del a
     assert m.peak_mb is not None and 40 <= m.peak_mb <= 200
+
+
+def _table_of(records):
+    from optmodels.compare import Comparison
+
+    return Comparison("svm", "full", records, {})
+
+
+def test_table_cells_have_units_and_sensible_precision():
+    aid = {
+        "strategy": "aid", "solver": "highs", "termination": "certified", "certified": True,
+        "objective": 58444.123456, "gap": -1.24494e-16, "ref_gap": 3.2e-7, "distance": None,
+        "iterations": 3, "time_s": 2.934, "speedup": 5.614, "peak_mb": 12.345, "n_sv": 2394.0,
+    }
+    full = {**aid, "strategy": "full", "termination": "optimal", "certified": False,
+            "time_s": 0.398913, "speedup": 1.0, "ref_gap": 0.0, "iterations": 12}
+    del full["n_sv"]
+    frame = _table_of([full, aid]).to_frame(formatted=True)
+    row = frame.loc["aid"]
+    assert row["time"] == "2.93 s" and frame.loc["full", "time"] == "399 ms"
+    assert row["speedup"] == "5.6x" and row["n_sv"] == "2394" and frame.loc["full", "n_sv"] == "-"
+    assert row["gap"] == "0" and row["ref_gap"] == "3.2e-07" and row["distance"] == "-"
+    assert row["certified"] == "yes" and frame.loc["full", "certified"] == "no"
+    assert row["objective"] == "58444.1" and row["peak_mem"] == "12.3 MB"
+    assert row["iterations"] == "3"
+    text = _table_of([full, aid]).to_text().splitlines()
+    assert text[0] == "svm: reference = full"
+    assert text[1].split() == ["strategy", *frame.columns]
+    assert text[3].split() == ["aid", "highs", "certified", "yes", "58444.1", "0", "3.2e-07",
+                               "-", "3", "2.93", "s", "5.6x", "12.3", "MB", "2394"]
+    assert len({len(line) for line in text[1:]}) == 1  # fixed width: numbers right-aligned
+
+
+def test_numeric_frame_keeps_the_numbers():
+    rec = {"strategy": "full", "time_s": 0.398913, "speedup": 1.0, "gap": -1.2e-16}
+    frame = _table_of([rec]).to_frame()
+    assert frame.loc["full", "time_s"] == 0.398913 and frame.loc["full", "gap"] == -1.2e-16
