@@ -46,7 +46,7 @@ import scipy.sparse as sp
 from instances.atomic import atomic_write
 from solvers.validation import check_finite
 
-__all__ = ["Data", "DataFileError", "load", "save", "SUPPORTED_EXTENSIONS"]
+__all__ = ["Data", "DataFileError", "default_names", "load", "save", "SUPPORTED_EXTENSIONS"]
 
 _SVM_EXTS = (".svm", ".libsvm", ".txt")
 SUPPORTED_EXTENSIONS = (".csv", *_SVM_EXTS, ".npz")
@@ -59,8 +59,8 @@ class Data(NamedTuple):
     X: np.ndarray | sp.csr_matrix
     """Features, ``float64`` of shape (n, p): a dense array, or a CSR matrix from svmlight
     files (the problem classes densify it in ``check_array``)."""
-    y: np.ndarray
-    """Targets (or labels), ``float64`` of shape (n,)."""
+    y: np.ndarray | None
+    """Targets (or labels), ``float64`` of shape (n,); ``None`` from ``load(path, target=None)``."""
     sample_weight: np.ndarray | None
     """Weights of shape (n,), or ``None``."""
     feature_names: list[str]
@@ -88,16 +88,22 @@ def _format_of(path: Path) -> str:
     )
 
 
-def load(path: str | os.PathLike[str], *, target: str = "y", weight: str | None = None) -> Data:
+def load(
+    path: str | os.PathLike[str], *, target: str | None = "y", weight: str | None = None
+) -> Data:
     """Read a data set, choosing the format from the extension.
 
     Parameters
     ----------
     path : str or path-like
         File ending in ``.csv``, ``.svm``, ``.libsvm``, ``.txt`` or ``.npz``.
-    target : str, default="y"
+    target : str or None, default="y"
         Name of the target column (``.csv``) or array (``.npz``). svmlight files hold the
-        target as the first token of each line; any other value than ``"y"`` is an error there.
+        target as the first token of each line; any other value than ``"y"`` or ``None`` is an
+        error there. ``None`` reads features only (new data to predict on) and gives
+        ``y=None``: in ``.csv`` every column but the weight column is a feature, in ``.npz``
+        only ``X`` is required (a ``y`` array is ignored), and svmlight labels, which every
+        line must still start with, are read and dropped.
     weight : str or None, default=None
         Name of the sample-weight column (``.csv``) or array (``.npz``). ``None`` uses a
         column/array named ``"sample_weight"`` if there is one (what :func:`save` writes) and
@@ -108,7 +114,7 @@ def load(path: str | os.PathLike[str], *, target: str = "y", weight: str | None 
     -------
     Data
         ``X`` float64 (n, p) (a CSR matrix for svmlight files, a dense array otherwise),
-        ``y`` float64 (n,), ``sample_weight`` (n,) or None, names.
+        ``y`` float64 (n,) (None when ``target=None``), ``sample_weight`` (n,) or None, names.
 
     Raises
     ------
@@ -124,7 +130,7 @@ def load(path: str | os.PathLike[str], *, target: str = "y", weight: str | None 
         raise FileNotFoundError(
             f"{path}: no such data file (working directory {Path.cwd()}). Check the path."
         )
-    if fmt == "svmlight" and (target != "y" or weight is not None):
+    if fmt == "svmlight" and (target not in ("y", None) or weight is not None):
         raise DataFileError(
             f"{path}: svmlight files hold the target as the first token of each line and "
             f"weights in '# sample_weight:' comments; the 'target' ({target!r}) and 'weight' "
@@ -142,7 +148,8 @@ def load(path: str | os.PathLike[str], *, target: str = "y", weight: str | None 
         ) from exc
 
 
-def _default_names(p: int) -> list[str]:
+def default_names(p: int) -> list[str]:
+    """The feature names of a file without names: ``x1 .. xp``."""
     return [f"x{j + 1}" for j in range(p)]
 
 
@@ -258,23 +265,23 @@ def _pick_column(
     return header.index(name)
 
 
-def _load_csv(path: Path, *, target: str, weight: str | None) -> Data:
+def _load_csv(path: Path, *, target: str | None, weight: str | None) -> Data:
     """Header by the csv module, data rows by pandas' C parser (the slow paths name errors)."""
     raw = path.read_bytes()
     header, first_line, end = _csv_header(path, raw)
     A = _csv_matrix(path, header, raw, end, first_line)
     if A.shape[0] == 0:
         raise DataFileError(f"{path}: the header is not followed by any data rows; add some.")
-    t = _pick_column(path, header, target, "target", "target")
+    t = None if target is None else _pick_column(path, header, target, "target", "target")
     if weight is None and _WEIGHT_COLUMN in header and target != _WEIGHT_COLUMN:
         weight = _WEIGHT_COLUMN
     w = None if weight is None else _pick_column(path, header, weight, "weight", "weight")
-    if w == t:
+    if w is not None and w == t:
         raise DataFileError(f"{path}: target and weight both name column {target!r}.")
     feats = [j for j in range(len(header)) if j not in (t, w)]
     sw = None if w is None else np.ascontiguousarray(A[:, w])
-    return Data(np.ascontiguousarray(A[:, feats]), np.ascontiguousarray(A[:, t]), sw,
-                [header[j] for j in feats])
+    y = None if t is None else np.ascontiguousarray(A[:, t])
+    return Data(np.ascontiguousarray(A[:, feats]), y, sw, [header[j] for j in feats])
 
 
 def _is_number(s: str) -> bool:
@@ -313,7 +320,7 @@ def _svm_header(raw: bytes) -> tuple[int, list[str] | None]:
     return n_features, names
 
 
-def _load_svmlight(path: Path, *, target: str, weight: str | None) -> Data:
+def _load_svmlight(path: Path, *, target: str | None, weight: str | None) -> Data:
     """Parse by scikit-learn's ``load_svmlight_file`` (1-based); ``X`` is a CSR matrix."""
     from sklearn.datasets import load_svmlight_file
 
@@ -342,8 +349,8 @@ def _load_svmlight(path: Path, *, target: str, weight: str | None) -> Data:
             )
         sw = _floats(path, weights, "sample_weight")
     if names is None or len(names) != p:
-        names = _default_names(p)
-    return Data(X, y, sw, names)
+        names = default_names(p)
+    return Data(X, None if target is None else y, sw, names)
 
 
 def _diagnose_svmlight(path: Path, raw: bytes) -> None:
@@ -409,13 +416,13 @@ class _NotNpz(Exception):
     """Raised inside :func:`load` when numpy does not see a zip archive."""
 
 
-def _load_npz(path: Path, *, target: str, weight: str | None) -> Data:
+def _load_npz(path: Path, *, target: str | None, weight: str | None) -> Data:
     if not zipfile.is_zipfile(path):
         raise _NotNpz("not a zip archive")
     with np.load(path, allow_pickle=False) as z:
         keys = list(z.files)
         for name, role in (("X", "features"), (target, "target")):
-            if name not in keys:
+            if name is not None and name not in keys:
                 raise DataFileError(
                     f"{path}: no {role} array {name!r}; arrays present: {keys}. Save with "
                     "instances.io.save or pass target=<one of these>."
@@ -429,7 +436,7 @@ def _load_npz(path: Path, *, target: str, weight: str | None) -> Data:
             )
         try:
             X = _numeric(path, z["X"], "X")
-            y = _numeric(path, z[target], target)
+            y = None if target is None else _numeric(path, z[target], target)
             sw = None if weight is None else _numeric(path, z[weight], weight)
             names = [str(s) for s in z["feature_names"]] if "feature_names" in keys else None
         except ValueError as exc:  # object arrays need pickle, which load never enables
@@ -438,14 +445,16 @@ def _load_npz(path: Path, *, target: str, weight: str | None) -> Data:
             raise DataFileError(
                 f"{path}: an array holds Python objects ({exc}); save plain numeric arrays."
             ) from exc
-    if X.ndim != 2 or y.ndim != 1 or y.shape[0] != X.shape[0]:
+    rows = (X.shape[0],) if X.ndim == 2 else None
+    if rows is None or (y is not None and y.shape != rows):
+        shown = "" if y is None else f", y{y.shape}"
         raise DataFileError(
-            f"{path}: X must be 2-D and y 1-D with as many rows; got X{X.shape}, y{y.shape}."
+            f"{path}: X must be 2-D and y 1-D with as many rows; got X{X.shape}{shown}."
         )
-    if sw is not None and sw.shape != y.shape:
-        raise DataFileError(f"{path}: sample_weight has shape {sw.shape}, expected {y.shape}.")
+    if sw is not None and sw.shape != rows:
+        raise DataFileError(f"{path}: sample_weight has shape {sw.shape}, expected {rows}.")
     if names is None or len(names) != X.shape[1]:
-        names = _default_names(X.shape[1])
+        names = default_names(X.shape[1])
     return Data(X, y, sw, names)
 
 
@@ -524,7 +533,7 @@ def save(
 
 def _check_names(feature_names: Sequence[str] | None, p: int) -> list[str]:
     if feature_names is None:
-        return _default_names(p)
+        return default_names(p)
     names = [str(s) for s in feature_names]
     if len(names) != p:
         raise ValueError(f"feature_names has {len(names)} names but X has {p} columns.")

@@ -41,7 +41,6 @@ import sys
 import tempfile
 import traceback
 import warnings
-import zipfile
 from collections.abc import Collection
 from pathlib import Path
 from typing import Any
@@ -314,6 +313,7 @@ def _solve(args: argparse.Namespace) -> int:
     options: dict[str, Any] = per_strategy[args.strategy]
     data = _load(args)
     problem = make_problem(args.problem, data.X, data.y, data.sample_weight, model_params)
+    problem.feature_names = data.feature_names
     if args.solver is not None:
         options["solver"] = args.solver
     if args.verbose:
@@ -456,8 +456,8 @@ def _export(args: argparse.Namespace) -> int:
             f"Unknown parameter(s) {', '.join(unknown)} for export of {args.problem}; "
             f"valid ones are {', '.join(PROBLEMS[args.problem].PARAMS)}."
         )
-    model_params = params
-    problem = make_problem(args.problem, data.X, data.y, data.sample_weight, model_params)
+    problem = make_problem(args.problem, data.X, data.y, data.sample_weight, params)
+    problem.feature_names = data.feature_names  # the coefficient columns are named after them
     write(problem, args.out, form=args.form, mps_format=args.mps_format)
     print(f"wrote {args.out}")
     return 0
@@ -626,59 +626,28 @@ def _write_csv(fh: Any, columns: list[str], rows: list[list[Any]]) -> None:
 
 
 def _features(path: str, target: str, model_names: list[str]) -> Any:
-    """X of a data file whose target column may be missing, checked against the model's
-    features (count; names too, unless the file has none)."""
-    from instances.io import _default_names, load
+    """X of a data file whose target column may be missing (``load(path, target=None)``; a CSV
+    column named ``target`` is left out), checked against the model's features (count; names
+    too, unless the file has none)."""
+    from instances.io import default_names, load
 
-    columns = _columns(path)
-    if columns is None or target in columns:
-        data = load(path, target=target)
-        X, names = data.X, data.feature_names
-    elif Path(path).suffix.lower() == ".npz":
-        X, names = _npz_features(path)
-    else:  # a CSV without the target: read its first column as the "target", put it back
-        first = columns[0]
-        data = load(path, target=first)
-        X = np.column_stack([data.y, data.X]) if first != "sample_weight" else data.X
-        names = [first, *data.feature_names] if first != "sample_weight" else data.feature_names
+    data = load(path, target=None)
+    X, names = data.X, data.feature_names
+    if Path(path).suffix.lower() == ".csv" and target in names:
+        keep = [j for j, name in enumerate(names) if name != target]
+        X, names = X[:, keep], [names[j] for j in keep]
     if X.shape[1] != len(model_names):
         raise ValueError(
             f"--data {path}: {X.shape[1]} feature columns, but the model was fitted on "
             f"{len(model_names)} ({', '.join(model_names)}); pass data with those columns."
         )
-    if names != model_names and names != _default_names(len(names)):
+    if names != model_names and names != default_names(len(names)):
         raise ValueError(
             f"--data {path}: feature columns {names} differ from the model's {model_names}; "
             "pass data with the model's columns, in its order."
         )
     return X
 
-
-def _columns(path: str) -> list[str] | None:
-    """The column (or array) names of a CSV (.npz) file; None for other formats."""
-    suffix = Path(path).suffix.lower()
-    if suffix == ".npz" and zipfile.is_zipfile(path):
-        with np.load(path, allow_pickle=False) as z:
-            return list(z.files)
-    if suffix != ".csv" or not Path(path).is_file():
-        return None
-    with open(path, encoding="utf-8-sig", newline="") as fh:
-        for row in csv.reader(fh):
-            if any(c.strip() for c in row):
-                return [c.strip() for c in row]
-    return None
-
-
-def _npz_features(path: str) -> tuple[np.ndarray, list[str]]:
-    """X and names of an .npz without a target array (arrays only, no pickle)."""
-    with np.load(path, allow_pickle=False) as z:
-        if "X" not in z.files or z["X"].ndim != 2 or z["X"].dtype.kind not in "biuf":
-            raise ValueError(f"--data {path}: no numeric 2-D array 'X'; save with instances.io.")
-        X = np.asarray(z["X"], dtype=np.float64)
-        names = [str(s) for s in z["feature_names"]] if "feature_names" in z.files else None
-    from instances.io import _default_names
-
-    return X, names if names and len(names) == X.shape[1] else _default_names(X.shape[1])
 
 if __name__ == "__main__":
     sys.exit(main())

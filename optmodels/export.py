@@ -20,10 +20,18 @@ Names (deterministic; the map is returned in :class:`ExportResult`):
 * a block name already taken gets ``_2``, ``_3``, ... (``x``, ``x`` -> ``x``, ``x_2``). Since
   every entry ends in ``_<index>``, no entry is an LP keyword (``st``, ``end``, ``free``, ...)
   and two blocks never produce the same entry;
+* a block with labels (``QPData.col_labels``: a problem's ``feature_names`` label the LAD
+  ``beta``, SVM primal ``w`` and ridge ``x`` blocks) names its entries ``<block>_<label>``
+  instead, the label's characters made safe as above (``beta`` and ``"my var[2]"`` ->
+  ``beta_my_var_2_``; an empty label gives the index), cut to 255 characters; a name already
+  given, or equal to a generated ``<block>_<index>`` entry, gets ``_2``, ``_3``, ... The prefix
+  keeps such names clear of LP keywords and exponents (``1x`` -> ``beta_1x``). The original
+  names (``beta_my var[2]``, as ``QPData.col_names()`` gives them) map to these in ``col_map``;
 * ``mps_format="fixed"`` needs names of at most 8 characters: an entry is then
   ``<prefix><index>``, the prefix being the block name without underscores, cut to what the
   block's largest index leaves of 8 characters and ending in a letter (``e_plus`` with 100 rows
-  -> ``eplus0 .. eplus99``); a prefix already taken ends in ``a``, ``b``, ... instead.
+  -> ``eplus0 .. eplus99``); a prefix already taken ends in ``a``, ``b``, ... instead. Labels
+  are not used there (``beta0 .. beta9``); ``col_map`` still maps each labelled name to them.
 
 Bounds in MPS are explicit: ``FR`` (free), ``MI`` + ``UP`` (below u), ``LO`` (from l, omitted
 for 0), ``FX`` (fixed), ``UP`` then ``LO`` (a box: LO after UP, so the fixed reader's
@@ -61,6 +69,7 @@ FORMATS = (".mps", ".lp")
 MPS_FORMATS = ("free", "fixed")
 HIGHS_INFINITY = 1e20  # HiGHS's infinite_bound: |value| >= this is read as infinite
 MAX_BLOCK_NAME = 240
+MAX_ENTRY_NAME = 255
 FIXED_WIDTH = 8
 OBJECTIVE = "obj"
 
@@ -88,9 +97,14 @@ class ExportResult:
 # ----------------------------------------------------------------------------------- names
 
 
+def _safe_chars(name: str) -> str:
+    """Letters, digits and ``_`` kept; every other character becomes ``_``."""
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
 def sanitize(name: str, fallback: str) -> str:
     """A block name made safe for MPS and LP files (the rules of the module docstring)."""
-    s = re.sub(r"[^A-Za-z0-9_]", "_", name)[:MAX_BLOCK_NAME] or fallback
+    s = _safe_chars(name)[:MAX_BLOCK_NAME] or fallback
     if not s[0].isalpha() or re.match(r"[eE][0-9]", s):
         s = ("n" + s)[:MAX_BLOCK_NAME]
     return s
@@ -136,17 +150,54 @@ def _free_prefix(base: str, budget: int, taken: set[str], block: str) -> str:
     raise ExportError(f"No free 8-character name for the block {block!r}; use mps_format='free'.")
 
 
-def file_names(blocks: Sequence[Block], fallback: str, *, fixed: bool = False) -> list[str]:
-    """The names :func:`write` gives the entries of ``blocks`` (see the module docstring)."""
+def file_names(
+    blocks: Sequence[Block],
+    fallback: str,
+    *,
+    fixed: bool = False,
+    labels: dict[str, list[str]] | None = None,
+) -> list[str]:
+    """The names :func:`write` gives the entries of ``blocks`` (see the module docstring);
+    ``labels`` (``QPData.col_labels``) name the entries of their blocks, except in fixed MPS."""
     prefixes = _unique([sanitize(name, fallback) for name, _ in blocks])
     sizes = [size for _, size in blocks]
     sep = "_"
     if fixed:
-        prefixes, sep = _short_prefixes(prefixes, sizes, fallback), ""
+        prefixes, sep, labels = _short_prefixes(prefixes, sizes, fallback), "", None
+    labelled = [name in (labels or {}) for name, _ in blocks]
+    generated = {pre: size for pre, size, lab in zip(prefixes, sizes, labelled, strict=True)
+                 if not lab}
+    taken: set[str] = set()
     names: list[str] = []
-    for prefix, size in zip(prefixes, sizes, strict=True):
-        names.extend(f"{prefix}{sep}{i}" for i in range(size))
+    for (block, size), prefix in zip(blocks, prefixes, strict=True):
+        if block in (labels or {}):
+            names.extend(_labelled(prefix, labels[block], generated, taken))  # type: ignore[index]
+        else:
+            names.extend(f"{prefix}{sep}{i}" for i in range(size))
     return names
+
+
+def _labelled(
+    prefix: str, tags: Sequence[str], generated: dict[str, int], taken: set[str]
+) -> list[str]:
+    """``<prefix>_<label>`` (``_<index>`` for an empty label), cut to 255 characters and made
+    distinct, with ``_2``, ``_3``, ..., from ``taken`` and from the generated ``<P>_<i>``."""
+    out = []
+    for i, tag in enumerate(tags):
+        base = f"{prefix}_{_safe_chars(tag) or i}"[:MAX_ENTRY_NAME]
+        name, k = base, 2
+        while name in taken or _is_generated(name, generated):
+            name, k = f"{base[: MAX_ENTRY_NAME - len(str(k)) - 1]}_{k}", k + 1
+        taken.add(name)
+        out.append(name)
+    return out
+
+
+def _is_generated(name: str, generated: dict[str, int]) -> bool:
+    """Whether ``name`` is ``<P>_<i>`` for a generated block ``P`` with more than ``i`` entries
+    (checked from the name: no set of the large blocks' names is built)."""
+    base, _, index = name.rpartition("_")
+    return index.isdigit() and str(int(index)) == index and int(index) < generated.get(base, 0)
 
 
 # ------------------------------------------------------------------------------- refusals
@@ -241,7 +292,7 @@ def write(
         raise ExportError(f"mps_format={mps_format!r}; choose one of {', '.join(MPS_FORMATS)}.")
     qp = model if isinstance(model, QPData) else (model.qp(form) if form else model.qp())
     fixed = suffix == ".mps" and mps_format == "fixed"
-    cols = file_names(qp.col_blocks, "x", fixed=fixed)
+    cols = file_names(qp.col_blocks, "x", fixed=fixed, labels=qp.col_labels)
     rows = file_names(qp.row_blocks, "r", fixed=fixed)
     if len(cols) != qp.n_cols or len(rows) != qp.n_rows:
         raise ExportError(

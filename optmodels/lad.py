@@ -48,6 +48,8 @@ class LAD(Problem):
     fit_intercept : add the free intercept beta0.
     quantile : tau in (0, 1), the quantile fitted (0.5: LAD, the median); see the module
         docstring for the objective, twice the check loss.
+    feature_names : p strings naming the columns of X (the exported ``beta`` columns are
+        ``beta_<name>``); default None (``beta_0 .. beta_{p-1}``). Not a parameter.
     """
 
     NAME: ClassVar[str] = "lad"
@@ -63,12 +65,16 @@ class LAD(Problem):
         ),
     }
 
-    def __init__(self, X: Any, y: Any, *, sample_weight: Any = None, **params: Any) -> None:
+    def __init__(
+        self, X: Any, y: Any, *, sample_weight: Any = None, feature_names: Any = None,
+        **params: Any,
+    ) -> None:
         self._set_params(params)
         self._X = check_array(X, "X", min_features=0 if self.params["fit_intercept"] else 1,
                                accept_sparse=True)
         self.y = check_target(y, self.n)
         self.sample_weight = check_sample_weight(sample_weight, self.n)
+        self.feature_names = feature_names
 
     @property
     def design(self) -> np.ndarray:
@@ -118,6 +124,7 @@ class LAD(Problem):
             col_blocks=blocks + [("e_plus", n), ("e_minus", n)],
             row_blocks=[("residual", n)],
             name="lad_primal",
+            col_labels=self._labels("beta"),
         )
 
     def _dual(self) -> QPData:

@@ -43,6 +43,27 @@ class FrozenParams(dict):
         return FrozenParams, (dict(self),)
 
 
+def check_feature_names(names: Any, p: int) -> tuple[str, ...] | None:
+    """``None``, or ``names`` as a tuple of exactly ``p`` strings (duplicates allowed)."""
+    if names is None:
+        return None
+    if isinstance(names, (str, bytes, set, frozenset, dict)) or not hasattr(names, "__len__"):
+        raise ValueError(
+            f"feature_names must be None or a sequence of {p} strings, one per column of X; "
+            f"got {type(names).__name__} {str(names)[:60]!r}. Pass a list such as "
+            "['age', 'dose'], or None for the default names."
+        )
+    out = tuple(names)
+    if len(out) != p or not all(isinstance(s, str) for s in out):
+        bad = next((s for s in out if not isinstance(s, str)), None)
+        got = f"{len(out)} names" if len(out) != p else f"the non-string {bad!r}"
+        raise ValueError(
+            f"feature_names must hold exactly {p} strings (one per column of X); got {got}. "
+            "Pass one string per column, or None for the default names."
+        )
+    return tuple(str(s) for s in out)
+
+
 class Problem:
     """Base class; subclasses set ``NAME``, ``PARAMS`` and the model methods."""
 
@@ -65,6 +86,23 @@ class Problem:
                 f"them); create a new {cls}(...){shown} instead."
             )
         object.__setattr__(self, name, value)
+
+    @property
+    def feature_names(self) -> tuple[str, ...] | None:
+        """The names of the p columns of X, or None (the models then name their coefficient
+        columns ``beta_j``/``w_j``/``x_j``). Not a parameter: the exported LAD ``beta``, SVM
+        primal ``w`` and ridge ``x`` columns are named after them (``beta_age``), nothing else
+        depends on them. Assigning validates (:func:`check_feature_names`)."""
+        return self.__dict__.get("_feature_names")
+
+    @feature_names.setter
+    def feature_names(self, names: Any) -> None:
+        object.__setattr__(self, "_feature_names", check_feature_names(names, self.p))
+
+    def _labels(self, block: str) -> dict[str, list[str]]:
+        """``QPData.col_labels`` naming the p-sized ``block`` after the features (or none)."""
+        names = self.feature_names
+        return {} if names is None else {block: list(names)}
 
     @property
     def X(self) -> np.ndarray:

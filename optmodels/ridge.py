@@ -38,6 +38,8 @@ class Ridge(Problem):
     ----------
     A : (n, d) data (the paper's A; X elsewhere).  b : (n,) targets.
     alpha : the paper's gamma > 0.  sample_weight : s_i >= 0.  fit_intercept : centre first.
+    feature_names : d strings naming the columns of A (the exported ``x`` columns are
+        ``x_<name>``); default None (``x_0 .. x_{d-1}``). Not a parameter.
     """
 
     NAME: ClassVar[str] = "ridge"
@@ -46,9 +48,13 @@ class Ridge(Problem):
         "fit_intercept": Param("bool", False, "fit an unpenalised intercept by centring"),
     }
 
-    def __init__(self, A: Any, b: Any, *, sample_weight: Any = None, **params: Any) -> None:
+    def __init__(
+        self, A: Any, b: Any, *, sample_weight: Any = None, feature_names: Any = None,
+        **params: Any,
+    ) -> None:
         self._set_params(params)
         self._X = check_array(A, "A", accept_sparse=True)
+        self.feature_names = feature_names
         self.b = check_target(b, self.n, "b")
         self.sample_weight = check_sample_weight(sample_weight, self.n)
         sw = np.sqrt(self.sample_weight)
@@ -123,6 +129,7 @@ class Ridge(Problem):
             col_blocks=[("x", d), ("r", n)],
             row_blocks=[("fit", n)],
             name="ridge",
+            col_labels=self._labels("x"),
         )
 
     def solve_full(

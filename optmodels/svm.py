@@ -71,6 +71,8 @@ class SVM(Problem):
     sample_weight : s_i >= 0; class_weight : None, 'balanced' or a dict {label: w} with w > 0
     finite, keyed by the labels of y or by -1/+1 (a class left out weighs 1).
     C, kernel, gamma, degree, coef0 : as scikit-learn's SVC.
+    feature_names : p strings naming the columns of X (the exported primal ``w`` columns are
+        ``w_<name>``); default None (``w_0 .. w_{p-1}``). Not a parameter.
     """
 
     NAME: ClassVar[str] = "svm"
@@ -80,10 +82,18 @@ class SVM(Problem):
     }
 
     def __init__(
-        self, X: Any, y: Any, *, sample_weight: Any = None, class_weight: Any = None, **params: Any
+        self,
+        X: Any,
+        y: Any,
+        *,
+        sample_weight: Any = None,
+        class_weight: Any = None,
+        feature_names: Any = None,
+        **params: Any,
     ) -> None:
         self._set_params(params)
         self._X = check_array(X, "X", accept_sparse=True)
+        self.feature_names = feature_names
         self.y, self.classes_ = check_labels(y, self.n, warn_column=True)
         self.sample_weight = check_sample_weight(sample_weight, self.n)
         if self.params["kernel"] == "precomputed" and self._X.shape != (self.n, self.n):
@@ -194,6 +204,7 @@ class SVM(Problem):
             col_blocks=[("w", p), ("b", 1), ("xi", n)],
             row_blocks=[("margin", n)],
             name="svm_primal",
+            col_labels=self._labels("w"),
         )
 
     def _dual(self) -> QPData:

@@ -5,7 +5,9 @@
 
 ``P`` is symmetric positive semidefinite (``None`` for an LP). Infinite bounds are ``+-inf``.
 Variables and rows come in named *blocks* (``("beta", p)``, ``("e_plus", n)``), so writers can
-give each entry a readable name (``beta[3]``) without storing millions of strings.
+give each entry a readable name (``beta_3``) without storing millions of strings. A small block
+may carry one label per entry in ``col_labels`` (``{"beta": ["age", "dose"]}``: the entries are
+then ``beta_age``, ``beta_dose``); the large blocks keep generated names.
 
 Dual convention (the same for every backend; each backend converts its own): the Lagrangian is
 ``L = f(x) - y'(A x) - z'x`` with row multipliers ``y`` and reduced costs
@@ -45,6 +47,8 @@ class QPData:
     col_blocks: list[Block] = dataclasses.field(default_factory=list)
     row_blocks: list[Block] = dataclasses.field(default_factory=list)
     name: str = "model"
+    col_labels: dict[str, list[str]] = dataclasses.field(default_factory=dict)
+    """Per-entry labels of some column blocks: block name -> one string per entry."""
 
     def __post_init__(self) -> None:
         self.c = np.asarray(self.c, dtype=float)
@@ -61,6 +65,7 @@ class QPData:
             self.col_blocks = [("x", n)]
         if not self.row_blocks:
             self.row_blocks = [("r", self.A.shape[0])]
+        self.col_labels = _check_labels(self.col_labels, self.col_blocks)
 
     @property
     def n_cols(self) -> int:
@@ -82,7 +87,8 @@ class QPData:
         return val
 
     def col_names(self) -> list[str]:
-        return _expand(self.col_blocks)
+        """``<block>_<index>``, or ``<block>_<label>`` for a block with ``col_labels``."""
+        return _expand(self.col_blocks, self.col_labels)
 
     def row_names(self) -> list[str]:
         return _expand(self.row_blocks)
@@ -115,11 +121,32 @@ class QPData:
                 raise ValueError(f"The model {self.name!r} has NaN {label}.")
 
 
-def _expand(blocks: list[Block]) -> list[str]:
+def _expand(blocks: list[Block], labels: dict[str, list[str]] | None = None) -> list[str]:
     names: list[str] = []
     for name, size in blocks:
-        names.extend(f"{name}_{i}" for i in range(size))
+        tags = (labels or {}).get(name)
+        names.extend(f"{name}_{t}" for t in (range(size) if tags is None else tags))
     return names
+
+
+def _check_labels(labels: dict[str, list[str]], blocks: list[Block]) -> dict[str, list[str]]:
+    """Labels as lists of str, each for a block named once in ``blocks`` and of its size."""
+    sizes: dict[str, list[int]] = {}
+    for name, size in blocks:
+        sizes.setdefault(name, []).append(size)
+    out = {}
+    for name, tags in (labels or {}).items():
+        tags = list(tags)
+        if len(sizes.get(name, [])) != 1 or len(tags) != sizes[name][0]:
+            raise ValueError(
+                f"col_labels[{name!r}] has {len(tags)} labels, but col_labels needs a block "
+                f"named once in col_blocks ({blocks[:5]}) and one label per entry; fix the keys "
+                "or the lengths."
+            )
+        if not all(isinstance(t, str) for t in tags):
+            raise ValueError(f"col_labels[{name!r}] must hold strings; got {tags[:5]}.")
+        out[name] = tags
+    return out
 
 
 @dataclasses.dataclass

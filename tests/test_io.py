@@ -161,6 +161,47 @@ def test_npz_target_by_name(tmp_path):
     assert d.y.dtype == np.float64
 
 
+# --- load(target=None): features only ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("ext", FORMATS)
+@pytest.mark.parametrize("weighted", [False, True])
+def test_load_without_target_gives_the_features(tmp_path, ext, weighted):
+    X, y, w = _data(n=12, p=4)
+    names = ["a", "b c", "d", "e"]
+    path = tmp_path / f"d.{ext}"
+    save(path, X, y, w if weighted else None, feature_names=names)
+    d = load(path, target=None)
+    assert d.y is None
+    if ext == "csv":  # every column but the weight column is a feature: y is the last one
+        np.testing.assert_array_equal(d.X, np.column_stack([X, y]))
+        assert d.feature_names == [*names, "y"]
+    else:  # npz: the y array is ignored; svmlight: the labels are read and dropped
+        np.testing.assert_array_equal(_dense(d.X), X)
+        assert d.feature_names == names
+    if weighted:
+        np.testing.assert_array_equal(d.sample_weight, w)
+    else:
+        assert d.sample_weight is None
+
+
+def test_load_without_target_reads_a_csv_or_npz_that_has_none(tmp_path):
+    csv_path, npz_path = tmp_path / "new.csv", tmp_path / "new.npz"
+    csv_path.write_text("age,dose\n1.5,2\n-3,0.25\n")
+    d = load(csv_path, target=None)
+    np.testing.assert_array_equal(d.X, [[1.5, 2.0], [-3.0, 0.25]])
+    assert d.y is None and d.feature_names == ["age", "dose"]
+    with pytest.raises(DataFileError, match="no target column named 'y'"):
+        load(csv_path)  # the default still needs the target
+    np.savez(npz_path, X=np.arange(6.0).reshape(3, 2))
+    d = load(npz_path, target=None)
+    np.testing.assert_array_equal(d.X, np.arange(6.0).reshape(3, 2))
+    assert d.y is None and d.feature_names == ["x1", "x2"]
+    np.savez(npz_path, X=np.arange(6.0), y=np.zeros(6))
+    with pytest.raises(DataFileError, match="X must be 2-D"):
+        load(npz_path, target=None)
+
+
 # --- load errors -------------------------------------------------------------------------------
 
 
