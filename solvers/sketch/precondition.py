@@ -59,4 +59,16 @@ class SketchPreconditioner:
         s2 = self.s2_ if np.ndim(v) == 1 else self.s2_[:, None]
         return self.shift_ * v + V @ (s2 * (V.T @ v))
 
+    def reweighted(self, weight: float, shift: float) -> SketchPreconditioner:
+        """``weight B'B + shift I`` from the same factors (no new SVD; O(r) work): the sketch of
+        ``sqrt(weight) A`` for a scalar ``weight > 0``. V_ is shared, not copied."""
+        weight = check_positive(weight, "weight", "SketchPreconditioner.reweighted")
+        out = object.__new__(SketchPreconditioner)
+        out.shift_ = check_positive(shift, "shift", "SketchPreconditioner.reweighted")
+        out.s2_ = weight * self.s2_
+        out.V_ = self.V_
+        out._w = out.s2_ / (out.s2_ + out.shift_)
+        out.d = self.d
+        return out
+
     __call__ = solve
