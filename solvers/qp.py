@@ -65,7 +65,7 @@ class QPData:
             self.col_blocks = [("x", n)]
         if not self.row_blocks:
             self.row_blocks = [("r", self.A.shape[0])]
-        self.col_labels = _check_labels(self.col_labels, self.col_blocks)
+        self.col_labels = _block_labels(self.col_labels, self.col_blocks)
 
     @property
     def n_cols(self) -> int:
@@ -129,7 +129,7 @@ def _expand(blocks: list[Block], labels: dict[str, list[str]] | None = None) -> 
     return names
 
 
-def _check_labels(labels: dict[str, list[str]], blocks: list[Block]) -> dict[str, list[str]]:
+def _block_labels(labels: dict[str, list[str]], blocks: list[Block]) -> dict[str, list[str]]:
     """Labels as lists of str, each for a block named once in ``blocks`` and of its size."""
     sizes: dict[str, list[int]] = {}
     for name, size in blocks:
