@@ -162,7 +162,15 @@ def score_bins(
         return np.arange(n, dtype=np.int64)
     rng = rng if rng is not None else np.random.default_rng(0)
     idx = subsample(n, sample_size, rng)
-    sc, w = score[idx], s[idx]
+    edges = bin_edges(score[idx], s[idx], K, method=method, band=band)
+    labels = np.searchsorted(edges, score, side="left").astype(np.int64)
+    return compact_labels(labels)
+
+
+def bin_edges(sc: np.ndarray, w: np.ndarray, K: int, *, method: str,
+              band: float = DEFAULT_BAND) -> np.ndarray:
+    """The sorted bin edges of :func:`score_bins` from a sample of scores ``sc`` (weights
+    ``w``): K equal-weight ("quantile") or equal-mass ("band") bins, plus an edge at 0."""
     order = np.argsort(sc, kind="stable")
     sc, w = sc[order], w[order]
     if method == "band":
@@ -172,9 +180,7 @@ def score_bins(
     cum = np.cumsum(w)
     targets = cum[-1] * np.arange(1, K) / K
     edges = sc[np.minimum(np.searchsorted(cum, targets), sc.shape[0] - 1)]
-    edges = np.unique(np.concatenate([edges, [0.0]]))
-    labels = np.searchsorted(edges, score, side="left").astype(np.int64)
-    return compact_labels(labels)
+    return np.unique(np.concatenate([edges, [0.0]]))
 
 
 def kmeans_labels(

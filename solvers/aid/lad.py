@@ -64,7 +64,7 @@ from typing import Any
 import highspy
 import numpy as np
 
-from solvers.aid.aggregation import Aggregate, aggregate, mixed_clusters, split_mixed
+from solvers.aid.aggregation import Aggregate, aggregate
 from solvers.aid.certificate import pure_verdict, subproblem_failure
 from solvers.aid.clustering import LAD_METHODS, lad_clusters
 from solvers.aid.lad_lp import AggregatedLadLP, SiftedLadLP, lad_dual_lp, new_highs, quantile_box
@@ -76,6 +76,7 @@ from solvers.result import (
     TerminationCondition,
     certify,
 )
+from solvers.rows import LadRows, any_dask
 from solvers.validation import (
     check_array,
     check_choice,
@@ -175,12 +176,24 @@ def aid_lad(
     """
     t0 = time.perf_counter()
     f = "aid_lad"
-    X = check_array(X, "X", min_features=0 if fit_intercept else 1)
-    n, p = X.shape
-    y = check_vector(y, n, "y")
-    s = check_sample_weight(sample_weight, n)
+    if any_dask(X, y, sample_weight, init):
+        from solvers.dask_rows import DaskLadRows
+
+        data = DaskLadRows.checked(X, y, sample_weight, fit_intercept)
+        n = data.n
+    else:
+        X = check_array(X, "X", min_features=0 if fit_intercept else 1)
+        n = X.shape[0]
+        y = check_vector(y, n, "y")
+        s = check_sample_weight(sample_weight, n)
+        data = None
     K0 = check_n_clusters(n_clusters, n, f)
-    if not isinstance(init, str):
+    if data is not None:
+        if not isinstance(init, str):
+            init = data.labels_from(init)
+        else:
+            init = check_choice(init, "init", f, LAD_METHODS)
+    elif not isinstance(init, str):
         init = _check_init_labels(init, n)
     else:
         init = check_choice(init, "init", f, LAD_METHODS)
@@ -193,6 +206,27 @@ def aid_lad(
     if not isinstance(fit_intercept, (bool, np.bool_)):
         raise ValueError(f"'fit_intercept' must be True or False; got {fit_intercept!r}.")
 
+    if data is not None:  # the same steps, as chunk-wise passes (rows of weight 0 dropped)
+        keep = None
+        natural = data.natural_scale(fit_intercept, quantile)
+        sc = data.scaling(natural)
+        data = data.scaled(sc)
+        labels0 = (data.initial_labels(K0, init, fit_intercept, seed, quantile)
+                   if isinstance(init, str) else init)
+        agg = data.aggregate(labels0)
+    else:
+        data, agg, keep, natural, sc = _prepare(X, y, s, K0, init, fit_intercept, seed,
+                                                quantile)
+    tol = zero_tol * (1.0 + data.max_abs_y)
+    scale = natural if natural > 0 else 1.0
+    state = _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, tol,
+                 callback, verbose, t0, split == "refine", sift, sc, scale, quantile)
+    return _result(state, agg, keep, n, fit_intercept, t0, sc, scale)
+
+
+def _prepare(X, y, s, K0, init, fit_intercept, seed, quantile):
+    """In memory: drop weight-0 rows, equilibrate, cluster, aggregate; returns
+    ``(LadRows, Aggregate, kept rows or None, natural scale, LadScaling)``."""
     keep = None
     if np.any(s == 0):
         keep = np.flatnonzero(s > 0)
@@ -205,12 +239,7 @@ def aid_lad(
                                quantile=quantile)
     else:
         labels0 = init if keep is None else init[keep]
-    agg = aggregate(X, y, s, labels0)
-    tol = zero_tol * (1.0 + float(np.max(np.abs(y))))
-    scale = natural if natural > 0 else 1.0
-    state = _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, tol,
-                 callback, verbose, t0, split == "refine", sift, sc, scale, quantile)
-    return _result(state, agg, keep, n, fit_intercept, t0, sc, scale)
+    return LadRows(X, y, s), aggregate(X, y, s, labels0), keep, natural, sc
 
 
 def check_quantile(quantile: object) -> float:
@@ -339,11 +368,12 @@ def _fix_settled(lp: SiftedLadLP, mixed: np.ndarray, v: np.ndarray, coef: np.nda
     lp.fix(cand[ok], sigma[ok])
 
 
-def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, tol,
+def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, tol,
          callback, verbose, t0, refine, sift, sc, scale, quantile) -> dict[str, Any]:
-    """The AID loop on the scaled arrays; st["E_best"], st["F"] in scaled units."""
-    p = X.shape[1]
-    unit, scale_s, abs_y = sc.unit, scale * sc.unit, float(s @ np.abs(y))
+    """The AID loop on the scaled rows (``data``: :class:`solvers.rows.LadRows` or its Dask
+    twin); st["E_best"], st["F"] in scaled units."""
+    p = agg.SX.shape[1]
+    unit, scale_s, abs_y = sc.unit, scale * sc.unit, data.abs_y
     box = quantile_box(quantile)
     kind = SiftedLadLP if warm_start and sift else AggregatedLadLP
     lp = kind(_with_intercept(agg, fit_intercept), agg.SY, box=box)
@@ -363,20 +393,18 @@ def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start,
             st["termination"] = subproblem_failure(out.termination)
             st["raw"] = f"aggregated LP of iteration {it}: HiGHS {out.raw}"
             if st["termination"] is TerminationCondition.NUMERICAL_ERROR:
-                st["raw"] += "; " + _diagnosis(X, y, s)
+                st["raw"] += "; " + _diagnosis(data)
             break
         if callback is not None:
             callback(it, _original_model(agg, fit_intercept, sc, box), agg.labels)
         SXa, coef = _with_intercept(agg, fit_intercept), out.coef
         F = dual_bound(SXa, agg.SY, out.v, abs_y, box)
         beta, b = coef[:p], (coef[p] if fit_intercept else 0.0)
-        r = y - X @ beta - b if p else y - b
-        E = check_loss(r, s, quantile)
+        E, mixed, r = data.evaluate(beta, b, agg, tol, quantile)
         st["F"] = max(st["F"], F)  # every F^t is a valid bound, so is their maximum
         if E < st["E_best"]:
             st["E_best"], st["best"] = E, (beta.copy(), b)
         gap = max((st["E_best"] - st["F"]) / scale_s, 0.0)
-        mixed = mixed_clusters(agg.labels, agg.n_clusters, r, tol)
         n_mixed = int(mixed.sum())
         st["history"].append(dict(iteration=it, clusters=agg.n_clusters, F=F / unit, E=E / unit,
                                   E_best=st["E_best"] / unit, gap=gap, mixed=n_mixed,
@@ -390,7 +418,7 @@ def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start,
                   f"t {time.perf_counter() - t0:.2f}s")
         if n_mixed == 0:
             st["termination"], msg = pure_verdict(st["E_best"], st["F"], scale_s, it, "LP",
-                                                  lambda: _diagnosis(X, y, s))
+                                                  lambda: _diagnosis(data))
             st["raw"] = msg or st["raw"]
             break
         if gap <= gap_tol:
@@ -398,7 +426,7 @@ def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start,
             break
         if it == max_iter:
             break
-        old_ids, new_ids = split_mixed(agg, X, y, s, mixed, r, refine=refine)
+        old_ids, new_ids = data.split(agg, mixed, r, refine)
         if warm_start:
             if sift:
                 _fix_settled(lp, mixed, out.v, coef)
@@ -409,9 +437,8 @@ def _run(X, y, s, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start,
     return st
 
 
-def _diagnosis(X: np.ndarray, y: np.ndarray, s: np.ndarray) -> str:
-    cols = {f"column {j} of X": X[:, j] for j in range(X.shape[1])}
-    return (worst_scaled({**cols, "y": y, "sample_weight": s})
+def _diagnosis(data: LadRows) -> str:
+    return (worst_scaled(data.columns())
             or "no column of X, y or sample_weight is badly scaled after equilibration; "
             "try warm_start=False or the full solve")
 

@@ -56,11 +56,10 @@ import scipy.linalg
 
 from solvers.errors import DataError
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
+from solvers.rows import NumpyRows, ridge_rows
 from solvers.sketch.fd import FrequentDirections
 from solvers.sketch.precondition import SketchPreconditioner
-from solvers.sketch.random import make_random_sketch
 from solvers.validation import (
-    check_array,
     check_choice,
     check_int,
     check_nonnegative,
@@ -106,13 +105,17 @@ _DIVERGENCE_HINTS: dict[str, str] = {
 
 
 # ---------------------------------------------------------------------------- sketches
+def _rows(A):
+    """``A`` behind the row operations of :mod:`solvers.rows` (an in-memory array is wrapped)."""
+    return A if hasattr(A, "fd_sketch") else NumpyRows(A)
+
+
 def fd_preconditioner(
-    A: np.ndarray, gamma: float, m: int, *, robust: bool, block_size: int = 4096
+    A, gamma: float, m: int, *, robust: bool, block_size: int = 4096
 ) -> tuple[SketchPreconditioner, FrequentDirections]:
-    """Sketch ``A`` by (R)FD in one pass and return ``(Hhat, sketch)`` with c = gamma + rho."""
-    sk = FrequentDirections(m, robust=robust)
-    for start in range(0, A.shape[0], block_size):
-        sk.partial_fit(A[start:start + block_size])
+    """Sketch ``A`` (an array or a :mod:`solvers.rows` object) by (R)FD in one pass and return
+    ``(Hhat, sketch)`` with c = gamma + rho."""
+    sk = _rows(A).fd_sketch(m, robust, block_size)
     return SketchPreconditioner(sk.sketch_, gamma + sk.rho_), sk
 
 
@@ -121,11 +124,7 @@ def random_preconditioner(
     b: np.ndarray | None = None,
 ) -> tuple[SketchPreconditioner, np.ndarray | None]:
     """Sketch ``[A, b]`` by a random S; return ``(A'S'SA + gamma I, A'S'S b or None)``."""
-    sk = make_random_sketch(kind, m, seed=seed)
-    M = A if b is None else np.column_stack([A, b])
-    for start in range(0, M.shape[0], block_size):
-        sk.partial_fit(M[start:start + block_size])
-    SM = sk.sketch_
+    SM = _rows(A).random_sketch(kind, m, seed, block_size, b)
     if b is None:
         return SketchPreconditioner(SM, gamma), None
     SA, Sb = SM[:, :-1], SM[:, -1]
@@ -137,9 +136,9 @@ def fdrr(
     block_size: int = 4096,
 ) -> np.ndarray:
     """One-shot (R)FD ridge: ``xhat = (B'B + (gamma + rho) I)^{-1} A'b`` (Algorithm 3)."""
-    A, b, gamma, m = _check_problem(A, b, gamma, m, "fdrr")
-    P, _ = fd_preconditioner(A, gamma, m, robust=robust, block_size=block_size)
-    return P.solve(A.T @ b)
+    rows, b, gamma, m = _check_problem(A, b, gamma, m, "fdrr")
+    P, _ = fd_preconditioner(rows, gamma, m, robust=robust, block_size=block_size)
+    return P.solve(rows.rmatvec(b))
 
 
 # ---------------------------------------------------------------------------- entry point
@@ -201,7 +200,7 @@ def solve_ridge(
     """
     f = "solve_ridge"
     check_choice(method, "method", f, sorted(RIDGE_METHODS))
-    A, b, gamma, _ = _check_problem(A, b, gamma, None, f)
+    A, b, gamma, _ = _check_problem(A, b, gamma, None, f)  # A: the rows of solvers.rows
     n, d = A.shape
     if method != "cholesky":
         m = check_int(m, "m", f, low=1, high=d)
@@ -263,9 +262,9 @@ def solve_ridge(
 
 def _check_problem(
     A: object, b: object, gamma: object, m: object, owner: str
-) -> tuple[np.ndarray, np.ndarray, float, int]:
-    A = check_array(A, "A")
-    b = check_vector(b, A.shape[0], "b", against="A")
+) -> tuple[NumpyRows, np.ndarray, float, int]:
+    """Checked ``(rows, b, gamma, m)``; a Dask ``A`` stays lazy (see :mod:`solvers.rows`)."""
+    A, b = ridge_rows(A, b, owner)
     gamma = check_positive(gamma, "gamma", owner)
     if m is not None:
         m = check_int(m, "m", owner, low=1, high=A.shape[1])
@@ -280,9 +279,9 @@ class _Run:
         self.A, self.b, self.gamma, self.tol = A, b, gamma, tol
         self.x_star, self.verbose, self.method = x_star, verbose, method
         self.family = method.partition("-")[0]
-        self.c = A.T @ b
+        self.c = A.rmatvec(b)
         self.c_norm = float(np.linalg.norm(self.c))
-        self.f0 = 0.5 * float(b @ b)
+        self.f0 = 0.5 * A.dot(b, b)
         self.xs_norm = None if x_star is None else float(np.linalg.norm(x_star))
         self.history: list[dict] = []
         self.sketch_time = 0.0
@@ -299,10 +298,10 @@ class _Run:
     def gradient(self, x: np.ndarray) -> tuple[np.ndarray, float, float]:
         """``(grad f(x), f(x), relative gradient)`` from one pass ``A'(A x - b)``."""
         with np.errstate(over="ignore", invalid="ignore"):  # divergence is reported, not warned
-            r = self.A @ x - self.b
+            atr, rr = self.A.residual_gradient(x, self.b)
             self.passes += 1
-            g = self.A.T @ r + self.gamma * x
-            f = 0.5 * float(r @ r) + 0.5 * self.gamma * float(x @ x)
+            g = atr + self.gamma * x
+            f = 0.5 * rr + 0.5 * self.gamma * float(x @ x)
             # A'A x = A'r + A'b, only needed for the scale of the rule
             return g, f, self.rel_grad(g, g - self.gamma * x + self.c, x)
 
@@ -389,7 +388,7 @@ class _Run:
         if early is not None:
             return early
         t = time.perf_counter()
-        H = self.A.T @ self.A
+        H = self.A.gram()
         H[np.diag_indices_from(H)] += self.gamma
         x = scipy.linalg.cho_solve(scipy.linalg.cho_factor(H, lower=True), self.c)
         self.passes += 1
@@ -452,7 +451,7 @@ class _Run:
             return early
         A, gamma = self.A, self.gamma
         x = np.zeros(A.shape[1])
-        Ax = np.zeros(A.shape[0])
+        Ax = A.zeros()
         Hx = np.zeros(A.shape[1])
         r = self.c.copy()
         z = P.solve(r)
@@ -460,22 +459,21 @@ class _Run:
         rz = float(r @ z)
         rg, f = 1.0, self.f0
         for t in range(1, max_iter + 1):
-            Ap = A @ p
-            q = A.T @ Ap + gamma * p
+            ata_p, Ap = A.normal_matvec(p)
+            q = ata_p + gamma * p
             self.passes += 1
             pq = float(p @ q)
             if not pq > 0:  # p = 0 (exact solution) or breakdown
                 break
             alpha = rz / pq
             x += alpha * p
-            Ax += alpha * Ap
+            Ax = A.axpy(Ax, alpha, Ap)
             Hx += alpha * q
             r -= alpha * q
             rg = self.rel_grad(r, Hx - gamma * x, x)
             if rg <= self.tol:
                 r, rg = self.true_residual(Ax, x)
-            res_vec = Ax - self.b
-            f = 0.5 * float(res_vec @ res_vec) + 0.5 * gamma * float(x @ x)
+            f = 0.5 * A.residual_sq(Ax, self.b) + 0.5 * gamma * float(x @ x)
             self.record(t, x, rg, f)
             if rg <= self.tol:
                 break
@@ -491,7 +489,7 @@ class _Run:
 
     def true_residual(self, Ax: np.ndarray, x: np.ndarray) -> tuple[np.ndarray, float]:
         """``(A'b - H x, relative gradient)`` from the kept ``A x`` (half a pass)."""
-        ata_x = self.A.T @ Ax
+        ata_x = self.A.rmatvec(Ax)
         self.passes += 0.5
         r = self.c - ata_x - self.gamma * x
         return r, self.rel_grad(r, ata_x, x)

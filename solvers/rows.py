@@ -1,0 +1,179 @@
+"""The one seam between the algorithms and their data: the few row-wise operations they need.
+
+AID, the FD / random sketches and the sketched ridge solvers touch the rows of the data only
+through these operations, so the same algorithm code runs on a numpy array in memory and on a
+row-chunked Dask array on any Dask scheduler (threads, processes, a dask.distributed cluster):
+
+===========================  ================================================================
+operation                    formula (A: n x d rows, b / y / s: n-vectors, x: a d-vector)
+===========================  ================================================================
+``rmatvec(v)``               ``A' v``
+``residual_gradient(x, b)``  ``(A'(A x - b), ||A x - b||^2)``: one pass
+``normal_matvec(p)``         ``(A'A p, A p)``: one pass, ``A p`` kept beside the rows
+``gram()``                   ``A'A`` (d x d)
+``fd_sketch(m, robust)``     a (R)FD sketch of the rows (chunks merged in a tree)
+``random_sketch(...)``       ``S [A, b]`` for a Gaussian or SJLT S
+===========================  ================================================================
+
+AID's operations (weighted sums per cluster label, the objective at a point, the per-cluster
+sign test, the split) are in :class:`LadRows` (numpy) and ``solvers.dask_rows.DaskLadRows``.
+
+:func:`is_dask` recognises a Dask collection without importing Dask; ``solvers.dask_rows`` (the
+Dask implementation) is imported only when a Dask array arrives. On a Dask array only d-vectors,
+per-cluster sums and sketches (m x d) travel between the workers and the caller; the n-vectors
+(residuals, cluster labels, ``A p``) stay beside their chunks.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+if TYPE_CHECKING:  # solvers.sketch imports this module; import its classes where used
+    from solvers.sketch.fd import FrequentDirections
+
+
+def is_dask(obj: Any) -> bool:
+    """True for a Dask array (``dask.array.Array``), judged without importing Dask."""
+    return type(obj).__module__.startswith("dask.") and hasattr(obj, "chunks") and hasattr(
+        obj, "dask")
+
+
+def any_dask(*objs: Any) -> bool:
+    """True when one of ``objs`` is a Dask array."""
+    return any(is_dask(o) for o in objs)
+
+
+class NumpyRows:
+    """The ridge / sketch operations of the module docstring on an in-memory array ``A``."""
+
+    def __init__(self, A: np.ndarray) -> None:
+        self.A = A
+        self.shape = A.shape
+
+    def vector(self, v: np.ndarray) -> np.ndarray:
+        """``v`` as an n-vector beside the rows (itself in memory)."""
+        return v
+
+    def dot(self, u: np.ndarray, v: np.ndarray) -> float:
+        """``u'v`` of two n-vectors."""
+        return float(u @ v)
+
+    def rmatvec(self, v: np.ndarray) -> np.ndarray:
+        """``A' v`` (a d-vector)."""
+        return self.A.T @ v
+
+    def residual_gradient(self, x: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, float]:
+        """``(A'(A x - b), ||A x - b||^2)``."""
+        r = self.A @ x - b
+        return self.A.T @ r, float(r @ r)
+
+    def normal_matvec(self, p: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(A'A p, A p)``."""
+        Ap = self.A @ p
+        return self.A.T @ Ap, Ap
+
+    def zeros(self) -> np.ndarray:
+        """The n-vector 0."""
+        return np.zeros(self.shape[0])
+
+    def axpy(self, y: np.ndarray, alpha: float, x: np.ndarray) -> np.ndarray:
+        """``y + alpha x`` (in place)."""
+        y += alpha * x
+        return y
+
+    def residual_sq(self, Ax: np.ndarray, b: np.ndarray) -> float:
+        """``||Ax - b||^2`` for a kept ``A x``."""
+        r = Ax - b
+        return float(r @ r)
+
+    def gram(self) -> np.ndarray:
+        """``A'A``."""
+        return self.A.T @ self.A
+
+    def fd_sketch(self, m: int, robust: bool, block_size: int) -> FrequentDirections:
+        """(R)FD sketch of the rows, streamed in blocks of ``block_size`` rows."""
+        from solvers.sketch.fd import FrequentDirections
+
+        sk = FrequentDirections(m, robust=robust)
+        for start in range(0, self.shape[0], block_size):
+            sk.partial_fit(self.A[start:start + block_size])
+        return sk
+
+    def random_sketch(self, kind: str, m: int, seed: int | None, block_size: int,
+                      b: np.ndarray | None = None) -> np.ndarray:
+        """``S A`` (or ``S [A, b]``) for a fresh ``kind`` sketch, streamed in blocks."""
+        from solvers.sketch.random import make_random_sketch
+
+        sk = make_random_sketch(kind, m, seed=seed)
+        M = self.A if b is None else np.column_stack([self.A, b])
+        for start in range(0, M.shape[0], block_size):
+            sk.partial_fit(M[start:start + block_size])
+        return sk.sketch_
+
+
+def ridge_rows(A: Any, b: Any, owner: str) -> tuple[Any, Any]:
+    """``(rows, b)`` for the ridge solvers: checked data behind the operations above.
+
+    A numpy ``A`` goes through :func:`solvers.validation.check_array` and ``check_vector``; a
+    Dask ``A`` (or ``b``) is checked chunk by chunk (same messages) without being loaded.
+    """
+    if any_dask(A, b):
+        from solvers.dask_rows import DaskRows
+
+        rows = DaskRows.checked(A, "A", owner)
+        return rows, rows.checked_vector(b, "b", against="A")
+    from solvers.validation import check_array, check_vector
+
+    A = check_array(A, "A")
+    return NumpyRows(A), check_vector(b, A.shape[0], "b", against="A")
+
+
+class LadRows:
+    """AID-LAD's row-wise operations on in-memory arrays ``X`` (n x p), ``y``, ``s`` (n,).
+
+    ``evaluate`` gives, in one pass, the objective ``E = sum_i s_i rho(y_i - x_i'beta - b)``
+    and the per-cluster sign test (clusters with residuals above ``tol`` and below ``-tol``);
+    ``split`` cuts the mixed clusters and sums the new clusters again. The Dask twin is
+    ``solvers.dask_rows.DaskLadRows``.
+    """
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, s: np.ndarray) -> None:
+        self.X, self.y, self.s = X, y, s
+
+    @property
+    def abs_y(self) -> float:
+        """``sum_i s_i |y_i|``."""
+        return float(self.s @ np.abs(self.y))
+
+    @property
+    def max_abs_y(self) -> float:
+        """``max_i |y_i|``."""
+        return float(np.max(np.abs(self.y)))
+
+    def residual(self, beta: np.ndarray, b: float) -> np.ndarray:
+        """``r = y - X beta - b``."""
+        return self.y - self.X @ beta - b if self.X.shape[1] else self.y - b
+
+    def evaluate(self, beta: np.ndarray, b: float, agg: Any, tol: float,
+                 quantile: float) -> tuple[float, np.ndarray, np.ndarray]:
+        """``(E, mixed, r)``: the objective, the mixed clusters and the residuals."""
+        from solvers.aid.aggregation import mixed_clusters
+        from solvers.aid.lad import check_loss
+
+        r = self.residual(beta, b)
+        return check_loss(r, self.s, quantile), mixed_clusters(
+            agg.labels, agg.n_clusters, r, tol), r
+
+    def split(self, agg: Any, mixed: np.ndarray, r: np.ndarray,
+              refine: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Split the mixed clusters by the sign of ``r`` (see ``split_mixed``)."""
+        from solvers.aid.aggregation import split_mixed
+
+        return split_mixed(agg, self.X, self.y, self.s, mixed, r, refine=refine)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The named arrays, for the scaling diagnosis."""
+        cols = {f"column {j} of X": self.X[:, j] for j in range(self.X.shape[1])}
+        return {**cols, "y": self.y, "sample_weight": self.s}
