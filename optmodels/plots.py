@@ -150,9 +150,10 @@ def plot_comparison(comparison: Any, path: str) -> str:
     return str(path)
 
 
-def convergence_figure(comparison: Any) -> Any:
-    """The matplotlib Figure of :func:`plot_comparison`: one row per panel with data, the
-    legend of each panel outside it on the right."""
+def convergence_figure(comparison: Any, panels: list[str] | None = None) -> Any:
+    """The matplotlib Figure of :func:`plot_comparison`: one row per panel with data (only
+    those named in ``panels``, keys of :data:`PANELS`, when given), the legend of each panel
+    outside it on the right."""
     require_matplotlib("convergence_figure")
     from matplotlib.figure import Figure  # no pyplot: the caller's backend is left alone
 
@@ -161,8 +162,11 @@ def convergence_figure(comparison: Any) -> Any:
             "No strategy in this comparison recorded a per-iteration history; "
             "add an iterative strategy (e.g. aid, smo, pcg-rfd) to plot convergence."
         )
+    known = [k for k, _, _ in PANELS]
+    if panels is not None and set(panels) - set(known):
+        raise ValueError(f"panels must be among {', '.join(known)}; got {panels!r}.")
     lines = panel_lines(comparison)
-    keys = [k for k, _, _ in PANELS if lines.get(k)]
+    keys = [k for k in known if lines.get(k) and (panels is None or k in panels)]
     fig = Figure(figsize=(9.0, 2.9 * len(keys)), layout="constrained")
     axes = fig.subplots(len(keys), 1, squeeze=False)
     for ax, key in zip(axes[:, 0], keys, strict=True):

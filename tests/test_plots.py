@@ -118,3 +118,10 @@ def test_plot_without_matplotlib_names_the_install_command(monkeypatch, tmp_path
     with pytest.raises(ModuleNotFoundError, match=r'pip install "optmodels\[plot\]"'):
         _aid_like().plot(str(tmp_path / "f.png"))
     assert not list(tmp_path.iterdir())
+
+
+def test_panels_can_be_selected_and_unknown_ones_are_named():
+    fig = convergence_figure(_aid_like(), panels=["wall-clock"])
+    assert len(fig.axes) == 1 and "against time" in fig.axes[0].get_title()
+    with pytest.raises(ValueError, match="panels must be among gap, bounds"):
+        convergence_figure(_aid_like(), panels=["bogus"])
