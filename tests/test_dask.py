@@ -21,7 +21,6 @@ from solvers.aid.lad import aid_lad  # noqa: E402
 from solvers.errors import DataError  # noqa: E402
 from solvers.result import TerminationCondition  # noqa: E402
 from solvers.sketch import solve_ridge  # noqa: E402
-from solvers.sketch.fd import FrequentDirections  # noqa: E402
 from solvers.sketch.ridge import fd_preconditioner  # noqa: E402
 
 
