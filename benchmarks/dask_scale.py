@@ -1,0 +1,124 @@
+"""AID-LAD and sketched ridge on data kept on disk in chunked .npy files, read lazily by Dask.
+
+Full run (long; not a test): LAD with 5*10^7 rows (p = 10) in chunks of 10^6 rows, ridge with
+n = 10^6, d = 2000 by pcg-rfd (m = 256). ``--quick`` runs the same pipeline on small data
+(a few seconds) and checks the answers against the in-memory solvers.
+
+    python benchmarks/dask_scale.py --quick [--workers 2 | --scheduler tcp://host:8786]
+
+The data are written chunk by chunk (never whole in memory) to ``--dir`` (a temporary
+directory by default) and read back with ``np.load(..., mmap_mode="r")`` inside the tasks.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+import time
+
+import dask
+import dask.array as da
+import numpy as np
+
+from solvers.aid.lad import aid_lad
+from solvers.sketch import solve_ridge
+
+
+def write_chunks(folder: str, name: str, n: int, chunk: int, make) -> list[str]:
+    """Write ``make(i, rows)`` (a 2-D array) for each chunk i to ``folder/name-i.npy``."""
+    paths = []
+    for i, start in enumerate(range(0, n, chunk)):
+        path = os.path.join(folder, f"{name}-{i:05d}.npy")
+        np.save(path, make(i, min(chunk, n - start)))
+        paths.append(path)
+    return paths
+
+
+def _load(path: str) -> np.ndarray:
+    return np.asarray(np.load(path, mmap_mode="r"))
+
+
+def lazy_rows(paths: list[str], rows: list[int], width: int) -> da.Array:
+    """The stacked chunks as one Dask array (nothing read yet)."""
+    return da.concatenate([da.from_delayed(dask.delayed(_load)(p), (r, width), dtype=float)
+                           for p, r in zip(paths, rows, strict=True)])
+
+
+def lad_chunk(p: int, seed: int):
+    beta = np.random.default_rng(seed).standard_normal(p)
+
+    def make(i: int, rows: int) -> np.ndarray:
+        rng = np.random.default_rng([seed, i])
+        X = rng.standard_normal((rows, p))
+        return np.column_stack([X, X @ beta + rng.laplace(size=rows)])
+    return make
+
+
+def ridge_chunk(d: int, seed: int):
+    x0 = np.random.default_rng(seed).standard_normal(d)
+    decay = np.linspace(1.0, 0.05, d)
+
+    def make(i: int, rows: int) -> np.ndarray:
+        rng = np.random.default_rng([seed, i])
+        A = rng.standard_normal((rows, d)) * decay
+        return np.column_stack([A, A @ x0 + rng.standard_normal(rows)])
+    return make
+
+
+def run(args: argparse.Namespace, folder: str) -> None:
+    n_lad, p, c_lad = (60_000, 5, 10_000) if args.quick else (50_000_000, 10, 1_000_000)
+    n_r, d, c_r = (20_000, 50, 5_000) if args.quick else (1_000_000, 2000, 50_000)
+    paths = write_chunks(folder, "lad", n_lad, c_lad, lad_chunk(p, 0))
+    rows = [min(c_lad, n_lad - s) for s in range(0, n_lad, c_lad)]
+    Z = lazy_rows(paths, rows, p + 1)
+    t = time.perf_counter()
+    res = aid_lad(Z[:, :p], Z[:, p], n_clusters=1000)
+    print(f"AID-LAD n={n_lad} p={p} chunks={len(rows)}: {res.termination.name} "
+          f"E={res.objective:.10g} iterations={res.iterations} {time.perf_counter() - t:.1f}s")
+    if args.quick:
+        full = np.vstack([_load(q) for q in paths])
+        mem = aid_lad(full[:, :p], full[:, p], n_clusters=1000)
+        print(f"  in memory: {mem.termination.name} E={mem.objective:.10g}  relative "
+              f"difference {abs(mem.objective - res.objective) / mem.objective:.1e}")
+    paths = write_chunks(folder, "ridge", n_r, c_r, ridge_chunk(d, 1))
+    rows = [min(c_r, n_r - s) for s in range(0, n_r, c_r)]
+    Z = lazy_rows(paths, rows, d + 1)
+    m = 32 if args.quick else 256
+    t = time.perf_counter()
+    res = solve_ridge(Z[:, :d], Z[:, d], 10.0, method="pcg-rfd", m=m, max_iter=50, tol=1e-10)
+    print(f"ridge pcg-rfd n={n_r} d={d} m={m}: {res.termination.name} iterations="
+          f"{res.iterations} passes={res.extra['passes']} {time.perf_counter() - t:.1f}s")
+    if args.quick:
+        full = np.vstack([_load(q) for q in paths])
+        mem = solve_ridge(full[:, :d], full[:, d], 10.0, method="cholesky")
+        err = np.linalg.norm(res.x - mem.x) / np.linalg.norm(mem.x)
+        print(f"  against cholesky in memory: relative error {err:.1e}")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small data (seconds), with checks")
+    ap.add_argument("--workers", type=int, default=0, help="start a LocalCluster of N processes")
+    ap.add_argument("--scheduler", default=None, help="address of a running dask scheduler")
+    ap.add_argument("--dir", default=None, help="where the .npy chunks go (default: a temp dir)")
+    args = ap.parse_args()
+    client = None
+    if args.scheduler or args.workers:
+        import distributed
+
+        client = (distributed.Client(args.scheduler) if args.scheduler else distributed.Client(
+            n_workers=args.workers, threads_per_worker=1, dashboard_address=None))
+    try:
+        if args.dir:
+            run(args, args.dir)
+        else:
+            with tempfile.TemporaryDirectory() as folder:
+                run(args, folder)
+    finally:
+        if client is not None:
+            client.close()
+
+
+if __name__ == "__main__":
+    main()
