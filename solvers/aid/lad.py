@@ -116,8 +116,11 @@ def aid_lad(
 
     Parameters
     ----------
-    X : (n, p) array
-        Features x_i (p may be 0 with ``fit_intercept=True``: the weighted median).
+    X : (n, p) array or a row-chunked dask.array.Array
+        Features x_i (p may be 0 with ``fit_intercept=True``: the weighted median). With a Dask
+        X (or y, weights) every row operation is a chunk-wise pass on the active Dask
+        scheduler, with the same iterates and certificate (see :mod:`solvers.rows`);
+        ``extra["labels"]`` is then a Dask array over the rows of positive weight.
     y : (n,) array
         Targets y_i.
     sample_weight : (n,) array, optional

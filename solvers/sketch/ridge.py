@@ -161,8 +161,9 @@ def solve_ridge(
 
     Parameters
     ----------
-    A : ndarray (n, d)
-        Data (the paper's A); finite.
+    A : ndarray (n, d) or a row-chunked dask.array.Array
+        Data (the paper's A); finite. A Dask array stays lazy: every pass is a chunk-wise
+        reduction on the active Dask scheduler (see :mod:`solvers.rows`).
     b : ndarray (n,)
         Targets (the paper's b or y).
     gamma : float
