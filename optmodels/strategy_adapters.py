@@ -18,8 +18,10 @@ import numpy as np
 from optmodels.strategies import register
 from solvers import options as opt
 from solvers.aid import aid_lad, aid_svm
+from solvers.errors import DataError
 from solvers.result import SolveResult
 from solvers.sketch import RIDGE_METHODS, solve_ridge
+from solvers.sketch.newton import sketched_newton
 from solvers.smo import block_klr, block_svm, smo_klr, smo_svm
 
 KERNEL_ACCURACY_MAX_N = 20_000
@@ -74,8 +76,20 @@ def _svm_weights(problem: Any) -> np.ndarray:
     return problem.box / problem.C
 
 
+def _check_loss(problem: Any, strategy: str, loss: str) -> None:
+    """Refuse a strategy that solves another loss than the problem's."""
+    if problem.loss != loss:
+        raise DataError(
+            f"Strategy {strategy!r} of svm solves loss={loss!r}; this problem has "
+            f"loss={problem.loss!r}. Use strategy 'full'"
+            + (" or 'newton'" if problem.loss == "squared_hinge" else "") + ", or build the "
+            f"SVM with loss={loss!r}."
+        )
+
+
 @adapter("svm", "aid", aid_svm, {"X", "y", "C", "sample_weight", "kernel"}, opt.AID_SVM)
 def _svm_aid(problem: Any, **options: Any) -> SolveResult:
+    _check_loss(problem, "aid", "hinge")
     kernel = None if problem.kernel == "linear" else problem.kernel_
     res = aid_svm(
         problem.X,
@@ -123,6 +137,7 @@ def _svm_dual_result(problem: Any, res: SolveResult) -> SolveResult:
 
 def _svm_dual_runner(routine: Callable[..., SolveResult]) -> Callable[..., SolveResult]:
     def run(problem: Any, **options: Any) -> SolveResult:
+        _check_loss(problem, routine.__name__.partition("_")[0], "hinge")
         res = routine(
             problem.X,
             problem.y,
@@ -139,6 +154,39 @@ def _svm_dual_runner(routine: Callable[..., SolveResult]) -> Callable[..., Solve
 _SVM_FIXED = {"X", "y", "C", "sample_weight", "class_weight", "kernel"}
 adapter("svm", "smo", smo_svm, _SVM_FIXED, opt.SMO_SVM)(_svm_dual_runner(smo_svm))
 adapter("svm", "block", block_svm, _SVM_FIXED, opt.BLOCK_SVM)(_svm_dual_runner(block_svm))
+
+
+_NEWTON_FIXED = {"X", "y", "C", "loss", "sample_weight", "class_weight", "fit_intercept",
+                 "intercept_scaling", "penalize_intercept"}
+
+
+@adapter("svm", "newton", sketched_newton, _NEWTON_FIXED, opt.NEWTON_SVM)
+def _svm_newton(problem: Any, **options: Any) -> SolveResult:
+    """Sketch-preconditioned Newton-CG on the squared-hinge primal with the problem's
+    unregularised b (exact 1-D minimisation per step). ``objective`` = P(w, b) and ``bound`` =
+    D(alpha) at alpha_i = 2 C_i max(0, 1 - y_i f_i) made feasible (problem.squared_hinge_alpha),
+    so the problem's certificate decides OPTIMAL."""
+    _check_loss(problem, "newton", "squared_hinge")
+    if "preconditioner" in options and options["preconditioner"] is None:
+        options["preconditioner"] = "none"  # the table reads the string 'none' as None
+    res = sketched_newton(
+        problem.X,
+        problem.y,
+        C=problem.C,
+        loss="squared_hinge",
+        sample_weight=_svm_weights(problem),
+        fit_intercept=True,
+        penalize_intercept=False,
+        **options,
+    )
+    if res.x is not None:
+        b = float(res.extra["intercept"])
+        alpha = problem.squared_hinge_alpha(res.x, b)
+        res.objective = problem.primal_objective(res.x, b)
+        res.bound = problem.dual_objective(alpha)
+        res.extra.update(b=b, alpha=alpha, form="primal")
+        res.extra["train_accuracy"] = problem.train_accuracy(res)
+    return res
 
 
 # ---- KLR ----------------------------------------------------------------------------------------

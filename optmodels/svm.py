@@ -8,6 +8,13 @@ Dual (any kernel; per-sample box C_i = C s_i cw_{y_i}):
     Q_ij = y_i y_j k(x_i, x_j);  f(x) = sum_i alpha_i y_i k(x_i, x) + b.
 Certificate: the duality gap P(w, b) - D(alpha) >= 0, both evaluated here from the arrays.
 
+Squared hinge (``loss="squared_hinge"``, linear kernel only):
+    min_{w,b,xi}  1/2 ||w||^2 + sum_i C_i xi_i^2
+    s.t.          margin[i]: y_i (w'x_i + b) + xi_i >= 1   (xi and b free, b unregularised)
+Dual: max_alpha  1'alpha - 1/2 ||sum_i alpha_i y_i x_i||^2 - sum_i alpha_i^2 / (4 C_i)
+      s.t. y'alpha = 0, alpha >= 0 (alpha_i = 0 where C_i = 0); from any (w, b) the dual point
+      alpha_i = 2 C_i max(0, 1 - y_i f_i), made to satisfy y'alpha = 0, gives the bound.
+
 Symbols: C = ``C`` (the papers' C), s_i = ``sample_weight``, cw = ``class_weight``; kernel
 parameters as scikit-learn (``gamma`` is the RBF width).
 """
@@ -32,6 +39,8 @@ from solvers.validation import (
     check_sample_weight,
     class_weight_vector,
 )
+
+LOSSES = ("hinge", "squared_hinge")
 
 KERNEL_PARAMS: dict[str, Param] = {
     "kernel": Param("choice", "linear", "kernel k(x, z)", choices=KERNELS),
@@ -71,6 +80,8 @@ class SVM(Problem):
     sample_weight : s_i >= 0; class_weight : None, 'balanced' or a dict {label: w} with w > 0
     finite, keyed by the labels of y or by -1/+1 (a class left out weighs 1).
     C, kernel, gamma, degree, coef0 : as scikit-learn's SVC.
+    loss : "hinge" (default) or "squared_hinge" (the L2-loss SVM of LinearSVC, with an
+        unregularised b; linear kernel only, primal form).
     feature_names : p strings naming the columns of X (the exported primal ``w`` columns are
         ``w_<name>``); default None (``w_0 .. w_{p-1}``). Not a parameter.
     """
@@ -78,6 +89,8 @@ class SVM(Problem):
     NAME: ClassVar[str] = "svm"
     PARAMS: ClassVar[dict[str, Param]] = {
         "C": Param("float", 1.0, "penalty C of the hinge losses", low=0.0),
+        "loss": Param("choice", "hinge", "hinge max(0, 1 - z) or squared_hinge max(0, 1 - z)^2 "
+                      "(linear kernel only)", choices=LOSSES),
         **KERNEL_PARAMS,
     }
 
@@ -100,6 +113,12 @@ class SVM(Problem):
             raise DataError(
                 f"With kernel='precomputed' X must be the n x n kernel; got {self._X.shape}."
             )
+        if self.params["loss"] == "squared_hinge" and self.params["kernel"] != "linear":
+            raise DataError(
+                f"loss='squared_hinge' needs kernel='linear' (its model is the linear primal "
+                f"QP); got kernel={self.params['kernel']!r}. Use kernel='linear', or "
+                "loss='hinge' for kernels."
+            )
         self.kernel_ = build_kernel(self.params, self._X)
         self.class_weight = check_class_weight(class_weight, self.classes_)
         self.box = self.C * self.sample_weight * class_weight_vector(self.class_weight, self.y)
@@ -117,9 +136,11 @@ class SVM(Problem):
         return float(self.box.sum())
 
     def feasible_alpha(self, alpha: np.ndarray) -> np.ndarray:
-        """alpha clipped to [0, C_i] and then made to satisfy y'alpha = 0 by shrinking the
-        larger class side proportionally, so that D(alpha) is a valid lower bound."""
-        a = np.clip(alpha, 0.0, self.box)
+        """alpha clipped to [0, C_i] (squared hinge: to [0, inf), and 0 where C_i = 0) and then
+        made to satisfy y'alpha = 0 by shrinking the larger class side proportionally, so that
+        D(alpha) is a valid lower bound."""
+        upper = self.box if self.loss == "hinge" else np.where(self.box > 0, np.inf, 0.0)
+        a = np.clip(alpha, 0.0, upper)
         excess = float(self.y @ a)
         side = self.y > 0 if excess > 0 else self.y < 0
         total = float(a[side].sum())
@@ -129,14 +150,31 @@ class SVM(Problem):
 
     # objectives -----------------------------------------------------------------------------
     def primal_objective(self, w: np.ndarray, b: float) -> float:
-        """P(w, b) = 1/2||w||^2 + sum_i C_i max(0, 1 - y_i (w'x_i + b)) (linear kernel)."""
-        margins = self.y * (self._X @ w + b)
-        return float(0.5 * w @ w + self.box @ np.maximum(0.0, 1.0 - margins))
+        """P(w, b) = 1/2||w||^2 + sum_i C_i h_i, h_i = max(0, 1 - y_i (w'x_i + b)) (linear
+        kernel; h_i^2 for the squared hinge)."""
+        h = np.maximum(0.0, 1.0 - self.y * (self._X @ w + b))
+        return float(0.5 * w @ w + self.box @ (h if self.loss == "hinge" else h * h))
 
     def dual_objective(self, alpha: np.ndarray) -> float:
-        """D(alpha) = 1'alpha - 1/2 alpha'Q alpha (to be maximised; the QP minimises -D)."""
+        """D(alpha) = 1'alpha - 1/2 alpha'Q alpha (to be maximised; the QP minimises -D); for
+        the squared hinge also - sum_i alpha_i^2 / (4 C_i) (alpha_i = 0 where C_i = 0). With the
+        linear kernel alpha'Q alpha is ||X'(alpha * y)||^2."""
         v = alpha * self.y
-        return float(alpha.sum() - 0.5 * v @ self.kernel_matvec(v))
+        if self.kernel == "linear":  # ||X'v||^2: no cancellation across the n x n kernel
+            wv = self._X.T @ v
+            value = float(alpha.sum() - 0.5 * wv @ wv)
+        else:
+            value = float(alpha.sum() - 0.5 * v @ self.kernel_matvec(v))
+        if self.loss == "squared_hinge":
+            pos = self.box > 0
+            value -= float(alpha[pos] @ (alpha[pos] / (4.0 * self.box[pos])))
+        return value
+
+    def squared_hinge_alpha(self, w: np.ndarray, b: float) -> np.ndarray:
+        """The dual point of (w, b) for the squared hinge: alpha_i = 2 C_i max(0, 1 - y_i f_i),
+        made feasible (:meth:`feasible_alpha`); exact at the optimum, where y'alpha = 0."""
+        h = np.maximum(0.0, 1.0 - self.y * (self._X @ w + b))
+        return self.feasible_alpha(2.0 * self.box * h)
 
     def kernel_primal_objective(self, alpha: np.ndarray, b: float) -> float:
         """P at w = sum alpha_i y_i phi(x_i): 1/2 alpha'Q alpha + sum C_i max(0, 1 - y_i f(x_i))."""
@@ -180,10 +218,16 @@ class SVM(Problem):
             raise DataError(f"Unknown SVM form {form!r}; choose one of auto, primal, dual.")
         if form == "primal" and self.kernel != "linear":
             raise DataError("The primal SVM needs kernel='linear'; use form='dual' for kernels.")
+        if form == "dual" and self.loss == "squared_hinge":
+            raise DataError("loss='squared_hinge' is declared in primal form only; use "
+                            "form='primal' or form='auto'.")
         return form
 
     def _primal(self) -> QPData:
+        """The linear primal; the squared hinge puts 2 C_i on the xi diagonal of P (so that
+        1/2 x'Px has C_i xi_i^2), no linear term, and leaves xi free."""
         n, p = self.n, self.p
+        squared = self.loss == "squared_hinge"
         A = sp.hstack(
             [
                 sp.csr_matrix(self._X * self.y[:, None]),
@@ -192,18 +236,20 @@ class SVM(Problem):
             ],
             format="csr",
         )
-        P = sp.diags(np.concatenate([np.ones(p), np.zeros(1 + n)]), format="csr")
+        xi_diag = 2.0 * self.box if squared else np.zeros(n)
+        P = sp.diags(np.concatenate([np.ones(p), np.zeros(1), xi_diag]), format="csr")
         return QPData(
-            c=np.concatenate([np.zeros(p + 1), self.box]),
+            c=np.concatenate([np.zeros(p + 1), np.zeros(n) if squared else self.box]),
             A=A,
             row_lo=np.ones(n),
             row_hi=np.full(n, np.inf),
-            col_lo=np.concatenate([np.full(p + 1, -np.inf), np.zeros(n)]),
+            col_lo=np.concatenate([np.full(p + 1, -np.inf), np.full(n, -np.inf if squared
+                                                                    else 0.0)]),
             col_hi=np.full(p + 1 + n, np.inf),
             P=P,
             col_blocks=[("w", p), ("b", 1), ("xi", n)],
             row_blocks=[("margin", n)],
-            name="svm_primal",
+            name="svm_sqhinge_primal" if squared else "svm_primal",
             col_labels=self._labels("w"),
         )
 
@@ -257,6 +303,8 @@ class SVM(Problem):
                 if res.extra.get("duals") is not None
                 else None
             )
+            if self.loss == "squared_hinge":
+                alpha = self._better_alpha(alpha, self.squared_hinge_alpha(w, b))
             obj = self.primal_objective(w, b)
             dual = self.dual_objective(alpha) if alpha is not None else None
             res.x = w
@@ -277,6 +325,10 @@ class SVM(Problem):
         res.objective, res.bound = obj, dual
         res.extra["train_accuracy"] = self.train_accuracy(res)
         return self.certify(res, tol=tol, failure=TerminationCondition.NUMERICAL_ERROR)
+
+    def _better_alpha(self, a: np.ndarray | None, b: np.ndarray) -> np.ndarray:
+        """Of two dual feasible points, the one with the larger D (both give valid bounds)."""
+        return b if a is None or self.dual_objective(b) >= self.dual_objective(a) else a
 
     def decision_function(self, result: SolveResult, X_new: Any) -> np.ndarray:
         """f(x) for new rows from a result of this problem (primal or dual form); with

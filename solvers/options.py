@@ -335,6 +335,33 @@ RIDGE = {method: _ridge_table(method) for method in RIDGE_METHODS if method != "
 no seed (they are deterministic) and the random ones no sketch."""
 
 
+# ---------------------------------------------------------------------------- Newton-CG
+NEWTON_PRECONDITIONERS = ("none", "diag", "fd", "rfd")
+NEWTON_REWEIGHTS = ("scalar", "resketch")
+
+NEWTON_SVM = table(
+    Option("preconditioner", "choice", "rfd",
+           "preconditioner of CG: none (also None), diag (Jacobi), fd / rfd (I + B'B from a "
+           "sketch)", choices=NEWTON_PRECONDITIONERS, none_ok=True),
+    Option("m", "int", None, "sketch size (rows of B), at most d + 1; default min(d + 1, 64)",
+           "ell", low=1, none_ok=True),
+    Option("reweight", "choice", "scalar",
+           "'scalar': one sketch of sqrt(C) A rescaled per step; 'resketch': a new sketch of "
+           "sqrt(D) A when the weights moved by more than resketch_tol", choices=NEWTON_REWEIGHTS),
+    Option("resketch_tol", "float", 0.5, "relative weight change that triggers a new sketch",
+           low=0.0),
+    Option("scale_columns", "bool", True, "sketch the column-scaled A (Jacobi first)"),
+    _tol(1e-14, "stop with OPTIMAL once ||grad||^2 / (2 sum_i C_i) <= tol"),
+    _max_iter(100, "Newton steps (ITERATION_LIMIT when reached)"),
+    Option("cg_tol", "float", 0.1, "cap of the CG forcing term eta", low=0.0, high=1.0),
+    Option("cg_max_iter", "int", None, "CG iterations per Newton step; default max(100, 2d')",
+           low=1, none_ok=True),
+    Option("block_size", "int", 4096, "rows per block when streaming A through a sketch", low=1),
+)
+"""The options of ``sketched_newton`` for the squared-hinge SVM (the problem fixes the data,
+the weights, the loss and the unregularised intercept)."""
+
+
 def ridge_unused(method: str) -> frozenset[str]:
     """Keywords of solve_ridge that ``method`` does not use (and so refuses as options)."""
     all_names = {"max_iter", "seed", "sketch"}

@@ -9,8 +9,19 @@ Problems (primal, explicit features; ``a_i`` is row i of ``A``, ``z_i = y_i a_i'
 Intercept: with ``fit_intercept`` the data get an extra column of value ``B =
 intercept_scaling`` and the intercept is ``b = B w_{d+1}``; that coordinate is regularised like
 the others (LIBLINEAR's convention, and scikit-learn's LinearSVC), so the penalty on b is
-``b^2 / (2 B^2)``: a larger B regularises b more lightly. An unregularised b would leave f only
-strongly convex in w and void the certificate below, which needs modulus 1 in every coordinate.
+``b^2 / (2 B^2)``: a larger B regularises b more lightly.
+
+Unregularised intercept (``penalize_intercept=False``, squared hinge only): f(w, b) =
+1/2 ||w||^2 + sum_i C_i loss(y_i (x_i'w + b)) with no penalty on b (the toolkit's SVM). Newton
+then steps on (w, b) jointly with the Hessian ``diag(1, .., 1, 0) + A' D A`` and, after every
+step (and at the start), b is minimised exactly: ``phi(b) = sum_i C_i max(0, 1 - y_i (g_i +
+b))^2`` (g = X w) is convex piecewise quadratic with derivative ``2 sum_{active} C_i (b -
+beta_i)``, ``beta_i = y_i - g_i``, active = {y_i = +1, beta_i > b} u {y_i = -1, beta_i < b}, so
+its minimiser is the C-weighted mean of beta over its own active set (found on the sorted
+breakpoints). The certificate below then holds for the profile ``F(w) = min_b f(w, b)``, which
+is 1-strongly convex in w (a partial minimum of a jointly convex function plus 1/2 ||w||^2)
+with gradient ``grad_w f(w, b*(w))``; and F's optimum is f's. Both classes need positive weight
+(else b runs off to infinity).
 
 Derivatives (``D`` is diagonal, so every Hessian has the form ``I + A' D A``)::
 
@@ -148,6 +159,7 @@ def sketched_newton(
     class_weight: Any = None,
     fit_intercept: bool = True,
     intercept_scaling: float = 1.0,
+    penalize_intercept: bool = True,
     preconditioner: str = "rfd",
     m: int | None = None,
     reweight: str = "scalar",
@@ -164,12 +176,14 @@ def sketched_newton(
     See the module docstring for the formulas, the preconditioners and the certificate.
     ``m`` is the sketch size (default ``min(d', 64)``, d' = features plus the intercept
     column); ``tol`` the relative gap ``||g||^2 / (2 f(0))`` at which Newton stops;
-    ``cg_max_iter`` caps CG per Newton step (default ``max(100, 2 d')``). Returns a
+    ``cg_max_iter`` caps CG per Newton step (default ``max(100, 2 d')``);
+    ``penalize_intercept=False`` leaves b unregularised (squared hinge only; see the module
+    docstring). Returns a
     :class:`SolveResult` with ``x = w``, ``extra["intercept"]`` and the CG counts.
     """
     t0 = time.perf_counter()
     prob = _Problem.build(X, y, C, loss, sample_weight, class_weight, fit_intercept,
-                          intercept_scaling)
+                          intercept_scaling, penalize_intercept)
     opts = _Options.build(prob, preconditioner, m, reweight, resketch_tol, scale_columns, tol,
                           max_iter, cg_tol, cg_max_iter, block_size)
     res = _Newton(prob, opts).run()
@@ -189,10 +203,12 @@ class _Problem:
     loss: str
     n_features: int
     scaling: float | None
+    reg: np.ndarray  # 1 for a regularised coordinate, 0 for an unregularised intercept
+    free_b: bool  # the intercept is unregularised and minimised exactly after each step
 
     @classmethod
     def build(cls, X, y, C, loss, sample_weight, class_weight, fit_intercept,
-              intercept_scaling) -> _Problem:
+              intercept_scaling, penalize_intercept=True) -> _Problem:
         X = check_array(X, "X")
         n = X.shape[0]
         y, classes = check_labels(y, n, numeric=False)
@@ -202,17 +218,57 @@ class _Problem:
         cw = class_weight_vector(check_class_weight(class_weight, classes), y)
         _check_bool(fit_intercept, "fit_intercept")
         scaling = check_positive(intercept_scaling, "intercept_scaling", OWNER)
+        free_b = fit_intercept and not _check_bool(penalize_intercept, "penalize_intercept")
         c = C * s * cw
+        if free_b:
+            _check_free_intercept(loss, y, c)
         keep = c > 0.0  # rows of weight 0 do not enter f, its gradient or its Hessian
         A = np.hstack([X, np.full((n, 1), scaling)]) if fit_intercept else X
+        reg = np.ones(A.shape[1])
+        if free_b:
+            reg[-1] = 0.0
         return cls(np.ascontiguousarray(A[keep]), y[keep], c[keep], loss, X.shape[1],
-                   scaling if fit_intercept else None)
+                   scaling if fit_intercept else None, reg, free_b)
 
     def split(self, w: np.ndarray) -> tuple[np.ndarray, float]:
         """``(w, b)`` from the extended vector (b = B w_{d+1})."""
         if self.scaling is None:
             return w, 0.0
         return w[: self.n_features], float(self.scaling * w[-1])
+
+
+def _check_free_intercept(loss: str, y: np.ndarray, c: np.ndarray) -> None:
+    """An unregularised b needs the squared hinge and positive weight in both classes."""
+    if loss != "squared_hinge":
+        raise invalid("penalize_intercept", OWNER,
+                      "True with loss='logistic' (False needs loss='squared_hinge')", False)
+    if not ((c[y > 0] > 0).any() and (c[y < 0] > 0).any()):
+        raise invalid("penalize_intercept", OWNER,
+                      "True when only one class has positive weight (an unregularised "
+                      "intercept then has no minimiser)", False)
+
+
+def intercept_shift(z: np.ndarray, y: np.ndarray, c: np.ndarray) -> float:
+    """The exact minimiser ``delta`` of ``sum_i c_i max(0, 1 - z_i - y_i delta)^2`` (c > 0, both
+    classes present): with ``beta_i = y_i (1 - z_i)`` its derivative is ``2 sum_{active} c_i
+    (delta - beta_i)``, active = {y_i > 0, beta_i > delta} u {y_i < 0, beta_i < delta}; the
+    root lies between the sorted breakpoints where that derivative changes sign, and is then the
+    c-weighted mean of beta over that active set (one refinement from the differences)."""
+    beta = y * (1.0 - z)
+    order = np.argsort(beta, kind="stable")
+    bs, cs, pos = beta[order], c[order], y[order] > 0
+    cn, bn = np.cumsum(np.where(pos, 0.0, cs)), np.cumsum(np.where(pos, 0.0, cs * bs))
+    cp, bp = np.cumsum(np.where(pos, cs, 0.0)), np.cumsum(np.where(pos, cs * bs, 0.0))
+    slope = bs * (cn + cp[-1] - cp) - bn - (bp[-1] - bp)  # derivative / 2 at each breakpoint
+    k = int(np.argmax(slope >= 0.0))  # slope[-1] >= 0: no positive row is active there
+    below = (cn[k - 1], bn[k - 1], cp[k - 1], bp[k - 1]) if k > 0 else (0.0, 0.0, 0.0, 0.0)
+    den = below[0] + cp[-1] - below[2]
+    delta = (below[1] + bp[-1] - below[3]) / den if den > 0 else float(bs[k])
+    delta = float(np.clip(delta, bs[k - 1] if k > 0 else -np.inf, bs[k]))
+    active = np.where(y > 0, beta > delta, beta < delta)
+    if active.any():
+        delta += float(c[active] @ (beta[active] - delta)) / float(c[active].sum())
+    return delta
 
 
 def _check_bool(value: Any, name: str) -> bool:
@@ -284,14 +340,23 @@ class _Newton:
     def evaluate(self, w: np.ndarray, Aw: np.ndarray) -> tuple[float, np.ndarray, np.ndarray]:
         """``(f(w), grad f(w), D)`` from the kept ``A w``."""
         z = self.prob.y * Aw
-        f = 0.5 * float(w @ w) + loss_value(self.prob.loss, z, self.prob.c)
+        rw = self.prob.reg * w
+        f = 0.5 * float(w @ rw) + loss_value(self.prob.loss, z, self.prob.c)
         d1, D = loss_derivatives(self.prob.loss, z, self.prob.c)
-        return f, w + self.prob.A.T @ (self.prob.y * d1), D
+        return f, rw + self.prob.A.T @ (self.prob.y * d1), D
+
+    def minimise_intercept(self, w: np.ndarray, Aw: np.ndarray) -> None:
+        """With an unregularised intercept: set b to its exact minimiser (in place)."""
+        if self.prob.free_b:
+            delta = intercept_shift(self.prob.y * Aw, self.prob.y, self.prob.c)
+            w[-1] += delta / float(self.prob.scaling)
+            Aw += delta
 
     def run(self) -> SolveResult:
         A = self.prob.A
         w = np.zeros(A.shape[1])
         Aw = np.zeros(A.shape[0])
+        self.minimise_intercept(w, Aw)
         f, g, D = self.evaluate(w, Aw)
         g0 = float(np.linalg.norm(g))
         it = 0
@@ -312,6 +377,7 @@ class _Newton:
                 return self.stalled(w, f, g, it)
             w = w + step * p
             Aw = Aw + step * Ap
+            self.minimise_intercept(w, Aw)
             f, g, D = self.evaluate(w, Aw)
         cond = TerminationCondition.ITERATION_LIMIT
         if 0.5 * float(g @ g) / self.f0 <= self.opts.tol:
@@ -335,7 +401,8 @@ class _Newton:
             return 0.0
         y, c, loss = self.prob.y, self.prob.c, self.prob.loss
         z, dz = y * Aw, y * Ap
-        wp, pp = float(w @ p), float(p @ p)
+        rp = self.prob.reg * p
+        wp, pp = float(w @ rp), float(p @ rp)
         t = 1.0
         for _ in range(MAX_BACKTRACKS):
             change = t * wp + 0.5 * t * t * pp + loss_change(loss, z, t * dz, c)
@@ -358,7 +425,7 @@ class _Newton:
         rz = float(r @ z)
         k = 0
         while k < self.opts.cg_max_iter and float(np.linalg.norm(r)) > target:
-            q = d + A_I.T @ (D_I * (A_I @ d))
+            q = self.prob.reg * d + A_I.T @ (D_I * (A_I @ d))
             k += 1
             dq = float(d @ q)
             if not dq > 0.0:
@@ -380,7 +447,7 @@ class _Newton:
         if kind == "none" or rows.size == 0:
             return lambda v: v
         if kind == "diag":
-            diag = 1.0 + (self.prob.A[rows] ** 2).T @ D[rows]
+            diag = self.prob.reg + (self.prob.A[rows] ** 2).T @ D[rows]
             return lambda v: v / diag
         if self.opts.reweight == "scalar":
             if self._sk is None:
