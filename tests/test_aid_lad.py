@@ -90,6 +90,73 @@ def test_matches_monolithic(seed, kind, init):
     assert res.extra["n_clusters_final"] == res.extra["labels"].max() + 1
 
 
+@pytest.mark.parametrize("quantile", [0.5, 0.8])
+@pytest.mark.parametrize("kind", ["plain", "ties", "outliers", "weights"])
+def test_margin_screening_matches_monolithic(monkeypatch, kind, quantile):
+    """With screening forced on (any n), iterations skip clusters proven pure, yet the run is
+    certified at the LP optimum and the last pass covers every row."""
+    import solvers.aid.lad as lad_mod
+
+    monkeypatch.setattr(lad_mod, "SCREEN_MIN_ROWS", 0)
+    monkeypatch.setattr(lad_mod, "FULL_FRACTION", 1.0)
+    X, y, s = make_lad(3, n=6000, p=4, kind=kind)
+    res = aid_lad(X, y, sample_weight=s, n_clusters=8, quantile=quantile, split="sign")
+    w = np.ones(len(y)) if s is None else s
+    r = residuals(X, y, res)
+    check = float(w @ np.where(r > 0, 2 * quantile * r, 2 * (quantile - 1) * r))
+    if quantile == 0.5:
+        assert res.objective == pytest.approx(lad_reference(X, y, s), rel=1e-9)
+    assert res.termination is TerminationCondition.CERTIFIED
+    assert check == pytest.approx(res.objective, rel=1e-12)
+    assert res.bound == pytest.approx(res.objective, rel=1e-9)
+    rows = [h["rows_evaluated"] for h in res.extra["history"]]
+    assert rows[-1] == len(y)  # the certifying pass covers every row
+    if kind != "ties":  # (rounded data: many rows sit on the hyperplane, no margin to prove)
+        assert min(rows) < len(y)  # screened passes
+    assert_monotone(res)
+    assert_sign_pure(res.extra["labels"], r, 1e-9 * (1 + np.abs(y).max()))
+
+
+def test_margin_screen_bound_is_safe():
+    """Clusters the screen calls pure at new coefficients are pure there, with the recorded sign
+    (checked on the rows themselves)."""
+    from solvers.aid.screening import MarginScreen
+
+    rng = np.random.default_rng(4)
+    n, p, K = 5000, 3, 200
+    X = rng.normal(size=(n, p))
+    y = X @ np.ones(p) + rng.laplace(size=n)
+    c0 = np.r_[np.ones(p), 0.0]
+    r0 = y - X @ c0[:p] - c0[p]
+    edges = np.r_[np.quantile(r0, np.linspace(0, 1, K)[1:-1]), 0.0]  # cut at 0: pure bins
+    labels = np.searchsorted(np.sort(edges), r0)
+    screen = MarginScreen(np.linalg.norm(X, axis=1), labels, K, p)
+    mixed = screen.record(np.arange(K), labels, r0, c0, 0.0)
+    assert not mixed.any()
+    n_safe = 0
+    for scale in [1e-3, 1e-2, 1e-1]:
+        c = c0 + scale * rng.normal(size=p + 1)
+        safe = screen.safe(c, 0.0)
+        r = y - X @ c[:p] - c[p]
+        for k in np.flatnonzero(safe):
+            assert np.all(np.sign(r[labels == k]) == screen.sign[k])
+        n_safe += int(safe.sum())
+    assert 0 < n_safe < 3 * K  # the bound proves some clusters, not all
+
+
+def test_subset_sums_equal_gathered_sums():
+    from solvers.aid.aggregation import cluster_sums, subset_sums
+
+    rng = np.random.default_rng(5)
+    X, y, s = rng.normal(size=(300, 4)), rng.normal(size=300), rng.uniform(size=300)
+    rows = np.flatnonzero(rng.random(300) < 0.3)
+    lab = rng.integers(0, 7, size=rows.shape[0])
+    got = subset_sums(X, y, s, rows, lab, 7)
+    ref = cluster_sums(X[rows], y[rows], s[rows], lab, 7)
+    for a, b in zip(got, ref, strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-14, atol=1e-14)
+
+
 def test_several_iterations_and_paper_split():
     X, y, _ = make_lad(5, n=3000, p=4, kind="outliers")
     res = aid_lad(X, y, n_clusters=8, init="quantile", split="sign")

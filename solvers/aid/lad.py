@@ -64,11 +64,12 @@ from typing import Any
 import highspy
 import numpy as np
 
-from solvers.aid.aggregation import Aggregate, aggregate
+from solvers.aid.aggregation import Aggregate, aggregate, split_mixed
 from solvers.aid.certificate import pure_verdict, subproblem_failure
 from solvers.aid.clustering import LAD_METHODS, lad_clusters
 from solvers.aid.lad_lp import AggregatedLadLP, SiftedLadLP, lad_dual_lp, new_highs, quantile_box
 from solvers.aid.scaling import LadScaling, worst_scaled
+from solvers.aid.screening import MarginScreen, pure_part
 from solvers.errors import DataError
 from solvers.result import (
     SolutionStatus,
@@ -90,6 +91,10 @@ from solvers.validation import (
 
 DEFAULT_LAD_CLUSTERS = 1000
 SPLIT_RULES = ("refine", "sign")
+SCREEN_MIN_ROWS = 50_000
+"""From this many rows on, iterations skip the clusters proven pure (see :class:`_Evaluation`)."""
+FULL_FRACTION = 0.5
+"""A pass evaluates every row once the unproven clusters hold more than this fraction."""
 
 
 def aid_lad(
@@ -380,6 +385,7 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
     box = quantile_box(quantile)
     kind = SiftedLadLP if warm_start and sift else AggregatedLadLP
     lp = kind(_with_intercept(agg, fit_intercept), agg.SY, box=box)
+    ev = _Evaluation(data, agg, tol, quantile, box)
     st: dict[str, Any] = dict(history=[], E_best=np.inf, F=-np.inf, best=None, lp_time=0.0,
                               termination=TerminationCondition.ITERATION_LIMIT, raw="")
     for it in range(1, max_iter + 1):
@@ -403,14 +409,17 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
         SXa, coef = _with_intercept(agg, fit_intercept), out.coef
         F = dual_bound(SXa, agg.SY, out.v, abs_y, box)
         beta, b = coef[:p], (coef[p] if fit_intercept else 0.0)
-        E, mixed, r = data.evaluate(beta, b, agg, tol, quantile)
         st["F"] = max(st["F"], F)  # every F^t is a valid bound, so is their maximum
-        if E < st["E_best"]:
+        E, mixed, full = ev.evaluate(agg, SXa, coef)
+        if not full and (not mixed.any() or (min(E, st["E_best"]) - st["F"]) / scale_s <= gap_tol):
+            E, mixed, full = ev.evaluate(agg, SXa, coef, full=True)  # certifying: every row
+        if full and E < st["E_best"]:  # E_best only from a pass over every row
             st["E_best"], st["best"] = E, (beta.copy(), b)
         gap = max((st["E_best"] - st["F"]) / scale_s, 0.0)
         n_mixed = int(mixed.sum())
         st["history"].append(dict(iteration=it, clusters=agg.n_clusters, F=F / unit, E=E / unit,
                                   E_best=st["E_best"] / unit, gap=gap, mixed=n_mixed,
+                                  rows_evaluated=ev.rows_evaluated,
                                   lp_time=t_lp, lp_iterations=lp.simplex_iterations(),
                                   sift_rounds=getattr(lp, "sift_rounds", 0),
                                   fixed=int(getattr(lp, "fixed", np.zeros(0)).sum()),
@@ -429,7 +438,7 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
             break
         if it == max_iter:
             break
-        old_ids, new_ids = data.split(agg, mixed, r, refine)
+        old_ids, new_ids = ev.split(agg, mixed, refine, coef)
         if warm_start:
             if sift:
                 _fix_settled(lp, mixed, out.v, coef)
@@ -438,6 +447,73 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
             lp.rebuild(_with_intercept(agg, fit_intercept), agg.SY)
     st["iterations"] = len(st["history"])
     return st
+
+
+class _Evaluation:
+    """E(beta, b) and the mixed clusters at each iterate, on the rows that need it.
+
+    In memory with at least :data:`SCREEN_MIN_ROWS` rows, clusters proven pure by the margin
+    bound of :mod:`solvers.aid.screening` are skipped (their objective comes from their sums);
+    a pass is over every row when more than :data:`FULL_FRACTION` of them would be evaluated,
+    and always for the certificate (``full=True``). Otherwise every pass is ``data.evaluate``.
+    ``r`` holds the latest residual of every row, ``rows_evaluated`` the size of the last pass.
+    """
+
+    def __init__(self, data, agg: Aggregate, tol: float, quantile: float,
+                 box: tuple[float, float]) -> None:
+        self.data, self.tol, self.quantile, self.box = data, tol, quantile, box
+        self.n = data.n if hasattr(data, "n") else data.y.shape[0]
+        self.r: Any = None
+        self.rows_evaluated = 0
+        self.rows: np.ndarray | None = None  # rows of the last partial pass (None: all)
+        self.screen = None
+        if type(data) is LadRows and self.n >= SCREEN_MIN_ROWS:
+            X = data.X
+            norms = np.sqrt(np.einsum("ij,ij->i", X, X)) if X.shape[1] else np.zeros(self.n)
+            self.screen = MarginScreen(norms, agg.labels, agg.n_clusters, X.shape[1])
+
+    def evaluate(self, agg: Aggregate, SXa: np.ndarray, coef: np.ndarray,
+                 full: bool = False) -> tuple[float, np.ndarray, bool]:
+        """``(E, mixed, full)`` at ``coef``: the objective, the mixed clusters, and whether
+        every row was evaluated."""
+        p, K, tol = agg.SX.shape[1], agg.n_clusters, self.tol
+        beta, b = coef[:p], (coef[p] if coef.shape[0] > p else 0.0)
+        if self.screen is None:
+            E, mixed, self.r = self.data.evaluate(beta, b, agg, tol, self.quantile)
+            self.rows_evaluated = self.n
+            return E, mixed, True
+        safe = None if full else self.screen.safe(coef, tol)
+        rows = None if safe is None else np.flatnonzero(~safe[agg.labels])
+        X, y, s = self.data.X, self.data.y, self.data.s
+        if rows is None or self.r is None or rows.shape[0] > FULL_FRACTION * self.n:
+            self.r = self.data.residual(beta, b)
+            self.rows, self.rows_evaluated = None, self.n
+            mixed = self.screen.record(np.arange(K), agg.labels, self.r, coef, tol)
+            return check_loss(self.r, s, self.quantile), mixed, True
+        lab = agg.labels[rows]
+        rr = y[rows] - X[rows] @ beta - b if p else y[rows] - b
+        self.r[rows] = rr
+        self.rows, self.rows_evaluated = rows, rows.shape[0]
+        mixed = self.screen.record(np.flatnonzero(~safe), lab, rr, coef, tol)
+        E = check_loss(rr, s[rows], self.quantile) + pure_part(
+            self.screen.sign[safe], agg.SY[safe], SXa[safe], coef, self.box)
+        return E, mixed, False
+
+    def split(self, agg: Aggregate, mixed: np.ndarray, refine: bool,
+              coef: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Split the mixed clusters (``data.split``); then the margins of the pieces at
+        ``coef``. Returns ``(old_ids, new_ids)``."""
+        if self.screen is None:
+            return self.data.split(agg, mixed, self.r, refine)
+        rows = np.arange(self.n) if self.rows is None else self.rows
+        rows = rows[mixed[agg.labels[rows]]]  # every row of a mixed cluster was evaluated
+        old_ids, new_ids = split_mixed(agg, self.data.X, self.data.y, self.data.s, mixed,
+                                       self.r, refine=refine, rows=rows)
+        changed = np.concatenate([old_ids, new_ids])
+        lab = agg.labels[rows]
+        self.screen.grow(new_ids.shape[0], changed, lab, rows)
+        self.screen.record(changed, lab, self.r[rows], coef, self.tol)
+        return old_ids, new_ids
 
 
 def _diagnosis(data: LadRows) -> str:
