@@ -57,6 +57,8 @@ class Comparison:
     reference: str
     records: list[dict[str, Any]]
     results: dict[str, SolveResult]
+    scale: float | None = None
+    """The problem's natural scale: ref_gap and the plots' relative differences divide by it."""
 
     def to_frame(self, formatted: bool = False) -> Any:
         """A pandas DataFrame of the records, one row per strategy (index ``strategy``).
@@ -208,12 +210,14 @@ def compare(
             )
         results[name] = res
         records.append(record(problem, res, peak))
-    _relate(records, results, reference)
+    scale = problem.natural_scale()
+    _relate(records, results, reference, scale)
     return Comparison(
         problem.NAME,
         reference,
         [r for r in records if r["strategy"] in strategies or r["strategy"] == reference],
         results,
+        scale,
     )
 
 
@@ -232,25 +236,38 @@ def _checked_options(
     return {s: check_strategy_options(problem.NAME, s, options.get(s, {})) for s in names}
 
 
-def _relate(records: list[dict[str, Any]], results: dict[str, SolveResult], reference: str) -> None:
-    """Fill ref_gap, distance and speedup relative to the reference row."""
+def _relate(
+    records: list[dict[str, Any]],
+    results: dict[str, SolveResult],
+    reference: str,
+    scale: float | None = None,
+) -> None:
+    """Fill ref_gap (relative to the problem's natural scale), distance and speedup relative to
+    the reference row."""
     ref = results[reference]
     for rec in records:
         res = results[rec["strategy"]]
-        rec["ref_gap"] = relative_difference(res.objective, ref.objective)
+        rec["ref_gap"] = relative_difference(res.objective, ref.objective, scale)
         rec["distance"] = solution_distance(res.x, ref.x)
         rec["speedup"] = ref.time / res.time if res.time > 0 else None
 
 
-def relative_difference(value: float, reference: float) -> float | None:
-    """(value - reference) / max(1, |reference|), or None when either is missing."""
+def relative_difference(
+    value: float, reference: float, scale: float | None = None
+) -> float | None:
+    """(value - reference) / scale, or None when either is missing; ``scale`` is the problem's
+    natural scale (the same one its certificate uses), ``max(|reference|, tiny)`` without one,
+    so the column reads the same on data rescaled by any factor."""
     if not (np.isfinite(value) and np.isfinite(reference)):
         return None
-    return float((value - reference) / max(1.0, abs(reference)))
+    if not scale or not np.isfinite(scale) or scale <= 0:
+        scale = max(abs(reference), np.finfo(float).tiny)
+    return float((value - reference) / scale)
 
 
 def solution_distance(x: np.ndarray | None, x_ref: np.ndarray | None) -> float | None:
-    """||x - x_ref|| / max(1, ||x_ref||) when both exist with the same shape."""
+    """||x - x_ref|| / ||x_ref|| (absolute when x_ref = 0) when both exist with the same shape."""
     if x is None or x_ref is None or np.shape(x) != np.shape(x_ref):
         return None
-    return float(np.linalg.norm(x - x_ref) / max(1.0, float(np.linalg.norm(x_ref))))
+    norm = float(np.linalg.norm(x_ref))
+    return float(np.linalg.norm(x - x_ref) / (norm if norm > 0 else 1.0))

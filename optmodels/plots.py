@@ -5,11 +5,11 @@ some strategy records their quantity, are:
 
 - ``gap``: the strategy's relative optimality gap (AID: (E_best - F) / scale);
 - ``bounds``: AID's lower bound F and upper bound E_best as relative distances to the reference
-  optimum f*: |f* - F| / max(1, |f*|) and |E_best - f*| / max(1, |f*|);
+  optimum f*: |f* - F| / scale and |E_best - f*| / scale (scale: the problem's natural scale);
 - ``rel_error``: ||x_t - x*|| / ||x*|| of the sketched ridge solvers;
 - ``grad_norm``: their relative gradient norm;
 - ``violation``: SMO's KKT violation, max over I_up minus min over I_low of y_i grad_i;
-- ``objective``: |f(x_t) - f*| / max(1, |f*|) per iteration;
+- ``objective``: |f(x_t) - f*| / scale per iteration;
 - ``wall-clock``: every strategy of the comparison against seconds: the relative objective
   difference to f* along its history where the history has times, and its final result
   (|ref_gap| at the whole call's wall-clock time) as a large marker.
@@ -35,12 +35,12 @@ QUANTITIES = ("gap", "F", "E_best", "rel_error", "grad_norm", "violation", "obje
 
 PANELS: list[tuple[str, str, str]] = [
     ("gap", "relative optimality gap of the strategy", "(upper - lower bound) / scale"),
-    ("bounds", "bounds relative to the reference optimum f*", "|bound - f*| / max(1, |f*|)"),
+    ("bounds", "bounds relative to the reference optimum f*", "|bound - f*| / natural scale"),
     ("rel_error", "relative error to the exact solution", "||x_t - x*|| / ||x*||"),
     ("grad_norm", "relative gradient norm", "relative ||grad f(x_t)||"),
     ("violation", "SMO stopping criterion", "KKT violation\n(max over I_up − min over I_low)"),
-    ("objective", "objective relative to the reference optimum", "|f(x_t) - f*| / max(1, |f*|)"),
-    ("wall-clock", "relative objective difference against time", "|f - f*| / max(1, |f*|)"),
+    ("objective", "objective relative to the reference optimum", "|f(x_t) - f*| / natural scale"),
+    ("wall-clock", "relative objective difference against time", "|f - f*| / natural scale"),
 ]
 """(panel key, title, y label) in drawing order."""
 
@@ -96,7 +96,9 @@ def panel_lines(comparison: Any) -> dict[str, list[Line]]:
     """{panel key: its lines} for the panels that have data (see the module docstring)."""
     data, sty = series(comparison), styles(comparison)
     f_ref = comparison.results[comparison.reference].objective
-    scale = max(1.0, abs(f_ref)) if np.isfinite(f_ref) else 1.0
+    scale = getattr(comparison, "scale", None) or (
+        abs(f_ref) if np.isfinite(f_ref) and f_ref != 0 else 1.0
+    )
     out: dict[str, list[Line]] = {}
     for key in ("gap", "rel_error", "grad_norm", "violation"):
         for name, (it, val) in data.get(key, {}).items():

@@ -14,7 +14,9 @@ from optmodels.plots import series
 
 def test_relative_difference_and_distance_known_values():
     assert relative_difference(105.0, 100.0) == pytest.approx(0.05)
-    assert relative_difference(0.5, 0.25) == pytest.approx(0.25)  # max(1, |ref|) below 1
+    assert relative_difference(0.5, 0.25) == pytest.approx(1.0)  # relative to |ref| below 1 too
+    assert relative_difference(0.5e-10, 0.25e-10) == pytest.approx(1.0)  # scale invariant
+    assert relative_difference(105.0, 100.0, scale=1000.0) == pytest.approx(0.005)
     assert relative_difference(float("nan"), 1.0) is None
     assert solution_distance(np.array([3.0, 4.0]), np.array([0.0, 0.0])) == pytest.approx(5.0)
     assert solution_distance(np.array([1.0, 1.0]), np.array([2.0, 0.0])) == pytest.approx(
@@ -33,10 +35,11 @@ def test_ridge_comparison_numbers_match_a_direct_computation():
     rec = {r["strategy"]: r for r in table.records}
     assert rec["full"]["ref_gap"] == 0.0 and rec["full"]["distance"] == 0.0
     assert rec["fdrr"]["distance"] == pytest.approx(
-        np.linalg.norm(x_hat - x_star) / max(1.0, np.linalg.norm(x_star)), rel=1e-12
+        np.linalg.norm(x_hat - x_star) / np.linalg.norm(x_star), rel=1e-12
     )
     f_star, f_hat = p.objective(x_star), p.objective(x_hat)
-    assert rec["fdrr"]["ref_gap"] == pytest.approx((f_hat - f_star) / abs(f_star), rel=1e-9)
+    scale = 0.5 * float(b @ b)  # the natural scale f(0) of ridge without intercept
+    assert rec["fdrr"]["ref_gap"] == pytest.approx((f_hat - f_star) / scale, rel=1e-9)
     assert rec["fdrr"]["ref_gap"] > 0  # a sketched one-shot solution is not optimal here
     assert rec["fdrr"]["speedup"] == pytest.approx(
         table.results["full"].time / table.results["fdrr"].time
