@@ -51,3 +51,54 @@ def _first_line(doc: str | None) -> str:
 
 def _indent(text: str) -> str:
     return "\n".join("  " + line for line in text.splitlines())
+
+
+def markdown_reference() -> str:
+    """The docs page ``docs/reference/options.md``: every problem parameter and strategy option,
+    generated from the same tables (``python -m optmodels.info > docs/reference/options.md``
+    regenerates it; a test keeps the committed page equal to this)."""
+    out = [
+        "# Parameters and options",
+        "",
+        "Generated from the tables that validate them (`python -m optmodels.info >",
+        "docs/reference/options.md`); `optmodels info PROBLEM [STRATEGY]` prints the same.",
+        "Problem parameters are `--param KEY=VALUE` on the command line and keyword arguments in",
+        "Python; strategy options likewise (`--param STRATEGY.KEY=VALUE` in `compare`).",
+    ]
+    for name, cls in PROBLEMS.items():
+        out += [
+            "",
+            f"## {name}",
+            "",
+            _first_line(cls.__doc__) + ".",
+            "",
+            "| parameter | accepted | default | meaning |",
+            "| --- | --- | --- | --- |",
+        ]
+        out += [
+            f"| `{key}` | {_cell(p.describe())} | `{p.default!r}` | {_cell(p.doc)} |"
+            for key, p in cls.PARAMS.items()
+        ]
+        for strategy in strategies_for(name):
+            out += [
+                "",
+                f"### {name} / {strategy}",
+                "",
+                "| option | symbol | accepted | default | meaning |",
+                "| --- | --- | --- | --- | --- |",
+            ]
+            out += [
+                f"| `{o.name}` | {_cell(o.symbol)} | {_cell(o.describe())} | `{o.default!r}` "
+                f"| {_cell(o.meaning)} |"
+                for o in options_for(name, strategy).values()
+            ]
+    return "\n".join(out) + "\n"
+
+
+def _cell(text: str) -> str:
+    """Text safe inside a Markdown table cell."""
+    return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+if __name__ == "__main__":
+    print(markdown_reference(), end="")

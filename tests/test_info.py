@@ -34,3 +34,14 @@ def test_unknown_names_are_refused():
         describe("svm", "nope")
     with pytest.raises(ValueError, match="Unknown problem"):
         describe("nope")
+
+
+def test_the_docs_reference_page_is_generated_from_the_tables():
+    """docs/reference/options.md is what the tables say (regenerate:
+    ``python -m optmodels.info > docs/reference/options.md``)."""
+    from pathlib import Path
+
+    from optmodels.info import markdown_reference
+
+    page = Path(__file__).resolve().parents[1] / "docs" / "reference" / "options.md"
+    assert page.read_text() == markdown_reference()
