@@ -85,6 +85,41 @@ def test_fd_guarantee(kind, m):
 
 
 @pytest.mark.parametrize("kind", sorted(MATRICES))
+@pytest.mark.parametrize("factor", [3, 4])
+def test_larger_buffer_keeps_fd_bound(kind, factor):
+    """A buffer of factor*m rows shrunk by its m-th squared singular value removes at least
+    m * delta per shrink, so sum(delta) <= ||A - A_k||_F^2 / (m - k) still holds (fewer shrinks)."""
+    A = MATRICES[kind]()
+    m = 12
+    sk = RobustFD(m, buffer_rows=factor * m).fit(A, block_size=53)
+    base = RobustFD(m).fit(A, block_size=53)
+    assert sk.n_shrinks_ < base.n_shrinks_
+    tails = _tails(A)
+    assert sk.delta_sum_ <= min(tails[k] / (m - k) for k in range(m)) * (1 + 1e-9)
+    _check_fd_bound(A, sk.sketch_, m, ks=[0, 1, m // 2, m - 1], rho=sk.rho_)
+
+
+@pytest.mark.parametrize("kind", sorted(MATRICES))
+def test_float32_sketch_keeps_bound_to_float32_rounding(kind):
+    """dtype='float32': the same guarantee up to single-precision rounding of ||A||_2^2."""
+    A = MATRICES[kind]()
+    m = 16
+    sk = RobustFD(m, dtype="float32").fit(A, block_size=64)
+    ref = RobustFD(m).fit(A, block_size=64)
+    B = sk.sketch_
+    assert B.dtype == np.float64
+    tails = _tails(A)
+    scale = np.linalg.norm(A, 2) ** 2
+    ev = np.linalg.eigvalsh(A.T @ A - B.T @ B)
+    bound = min(tails[k] / (m - k) for k in range(m))
+    assert ev.min() >= -1e-5 * scale
+    assert ev.max() <= bound + 1e-5 * scale
+    assert np.abs(ev - sk.rho_).max() <= bound / 2 + 1e-5 * scale
+    # rho (RFD's alpha / 2) tracks float64 to rounding of the scale, not of rho itself
+    assert abs(sk.rho_ - ref.rho_) <= 1e-5 * scale
+
+
+@pytest.mark.parametrize("kind", sorted(MATRICES))
 def test_rfd_guarantee(kind):
     A = MATRICES[kind]()
     m = 16

@@ -21,7 +21,7 @@ from solvers.sketch import (
     solve_ridge,
 )
 from solvers.sketch.metrics import estimator_metrics, fd_operator, random_operator
-from solvers.sketch.ridge import DIVERGENCE_FACTOR
+from solvers.sketch.ridge import DIVERGENCE_FACTOR, PCG_SKETCH_DTYPE
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -216,6 +216,28 @@ def test_pcg_on_ill_conditioned_data():
                           x_star=xs)
         assert abs(res.objective - f) <= 1e-8 * abs(f), gamma
         assert _rel(res.x, xs) <= 1e-6, gamma
+
+
+def test_pcg_with_default_sketch_size_reaches_1e10_on_ill_conditioned_data():
+    """The default m (solvers.options.sketch_size) on cond(A) = 1e5 with d < 256 (m = d) and
+    d > 256 (m = 256 < d, a spectrum decaying past m): OPTIMAL at tol 1e-10 within a few
+    dozen passes, against the SVD closed form."""
+    from solvers.options import sketch_size
+
+    rng = np.random.default_rng(12)
+    for n, d in ((300, 80), (900, 320)):
+        U, _ = np.linalg.qr(rng.standard_normal((n, d)))
+        V, _ = np.linalg.qr(rng.standard_normal((d, d)))
+        s = np.logspace(0, -5, d)
+        A = (U * s) @ V.T
+        b = rng.standard_normal(n)
+        gamma = 1e-6
+        xs = V @ (s / (s**2 + gamma) * (U.T @ b))
+        m = sketch_size(None, d, "test")
+        res = solve_ridge(A, b, gamma, method="pcg-rfd", m=m, max_iter=60, tol=1e-10)
+        assert res.termination is TerminationCondition.OPTIMAL, (d, res.raw_status)
+        assert res.iterations <= 60
+        assert _rel(res.x, xs) <= 1e-4, d
 
 
 # ------------------------------------------------------------------ Theorems 2-3 and metrics
@@ -426,7 +448,7 @@ def test_status_and_iterations_invariant_to_scaling_b(small, method, m, gamma, m
         assert res.iterations == ref.iterations, s
         np.testing.assert_allclose([h["grad_norm"] for h in res.extra["history"]],
                                    [h["grad_norm"] for h in ref.extra["history"]],
-                                   rtol=1e-4, atol=1e-14)
+                                   rtol=1e-4, atol=1e-13)  # rounding of r = A'b - H x
         np.testing.assert_allclose(res.x, s * ref.x, rtol=1e-6, atol=1e-9 * s * np.abs(ref.x).max())
     assert {r.termination for r in runs} <= {TerminationCondition.OPTIMAL,
                                              TerminationCondition.ITERATION_LIMIT,
@@ -563,9 +585,11 @@ def test_random_fourier_features_approximate_rbf_kernel():
 def test_reused_sketch_gives_same_answer(hard):
     A, b = hard
     sk = FrequentDirections(40).fit(A)
+    sk_pcg = FrequentDirections(40, dtype=PCG_SKETCH_DTYPE).fit(A)  # PCG's own precision
     for method in ("fd", "rfd", "pcg-rfd", "rfdrr"):
         own = solve_ridge(A, b, 100.0, method=method, m=40, max_iter=4)
-        reused = solve_ridge(A, b, 100.0, method=method, m=40, max_iter=4, sketch=sk)
+        reused = solve_ridge(A, b, 100.0, method=method, m=40, max_iter=4,
+                             sketch=sk_pcg if method.startswith("pcg") else sk)
         np.testing.assert_allclose(reused.x, own.x, rtol=1e-9, atol=1e-12)
         assert reused.extra["rho"] == pytest.approx(own.extra["rho"])
     with pytest.raises(ValueError, match="'sketch'"):

@@ -19,6 +19,16 @@ only multiplied by a factor <= 1 (no division by a small singular value). ``shri
 uses ``numpy.linalg.svd(B)`` instead; both give the same sketch up to rounding (tested), the
 Gram route is about 4-5x faster at m = 256, d = 1024 on this machine.
 
+Costs (measured at d = 1024, m = 256, n = 2.5e4, one BLAS thread, as ratios to forming A'A in
+the same run): the ell x ell eigendecomposition is about 85% of a pass. A larger buffer
+(``buffer_rows = c m``) shrinks every (c - 1) m rows at a cost growing like c^3 m^3, so per row
+like c^3 / (c - 1): c = 1.5 / 2 / 3 measured 8.0 / 7.9 / 15.3x A'A in float64 and
+6.3 / 4.3 / 5.6x in float32, hence the default c = 2 (the bound above holds for every
+buffer_rows > m: each shrink removes at least m * delta of ||B||_F^2). LAPACK's top-m drivers
+(``eigh(subset_by_index=...)``, evr / evx) were slower than the full divide-and-conquer (evd)
+at ell = 512, since the tridiagonal reduction dominates either way. ``dtype="float32"`` is
+the largest single saving.
+
 Sketches merge (``merge``): stacking two sketches and shrinking again keeps the same bound with
 ``A`` the stacked data (mergeable summaries), which is what makes FD distributable.
 """
@@ -26,11 +36,13 @@ Sketches merge (``merge``): stacking two sketches and shrinking again keeps the 
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
 from solvers.errors import DataError
 from solvers.validation import check_array, check_choice, check_int
 
 _SHRINKS = ("gram", "svd")
+_DTYPES = ("float64", "float32")
 
 
 class FrequentDirections:
@@ -49,6 +61,10 @@ class FrequentDirections:
         Rows in the buffer (the paper's 2m; must exceed m). A larger buffer shrinks less often.
     blas_threads : int or None, default 1
         BLAS threads during a shrink (needs threadpoolctl; None leaves the library setting).
+    dtype : {"float64", "float32"}, default "float64"
+        Precision of the buffer and the shrink. ``"float32"`` halves the memory and about halves
+        the time of a pass; the guarantee then holds up to float32 rounding
+        (about ``1e-6 ||A||_F^2``), ample for a preconditioner. ``sketch_`` is float64 either way.
 
     Attributes
     ----------
@@ -72,8 +88,10 @@ class FrequentDirections:
         shrink: str = "gram",
         buffer_rows: int | None = None,
         blas_threads: int | None = 1,
+        dtype: str = "float64",
     ) -> None:
         self.m = check_int(m, "m", type(self).__name__, low=1)
+        self.dtype = check_choice(dtype, "dtype", type(self).__name__, _DTYPES)
         self.blas_threads = None if blas_threads is None else check_int(
             blas_threads, "blas_threads", type(self).__name__, low=1)
         check_choice(shrink, "shrink", type(self).__name__, _SHRINKS)
@@ -89,9 +107,13 @@ class FrequentDirections:
         self.n_shrinks_ = 0
 
     # ------------------------------------------------------------------ streaming
-    def partial_fit(self, block: np.ndarray) -> FrequentDirections:
-        """Process a block of rows (k x d) once; returns ``self``."""
-        X = check_array(block, "block", min_samples=0)
+    def partial_fit(self, block: np.ndarray, *, check: bool = True) -> FrequentDirections:
+        """Process a block of rows (k x d) once; returns ``self``.
+
+        ``check=False`` skips the finiteness check, for rows already checked by the caller (a
+        full check costs about a fifth of a pass at small m).
+        """
+        X = check_array(block, "block", min_samples=0) if check else block
         if self._buf is None:
             d = X.shape[1]
             if self.m > d:
@@ -99,7 +121,7 @@ class FrequentDirections:
                     f"The 'm' parameter (sketch size {self.m}) must be <= d = {d} features; "
                     "with m >= d use A'A directly."
                 )
-            self._buf = np.zeros((self.buffer_rows, d))
+            self._buf = np.zeros((self.buffer_rows, d), dtype=self.dtype)
         elif X.shape[1] != self._buf.shape[1]:
             raise DataError(
                 f"The 'block' argument has {X.shape[1]} features but this sketch expects "
@@ -107,7 +129,8 @@ class FrequentDirections:
             )
         self.frob2_ += float(np.einsum("ij,ij->", X, X))
         self.n_rows_seen_ += X.shape[0]
-        self._insert(X)
+        with _blas_limit(self.blas_threads):
+            self._insert(X)
         return self
 
     def fit(self, A: np.ndarray, *, block_size: int = 4096) -> FrequentDirections:
@@ -115,9 +138,10 @@ class FrequentDirections:
         A = check_array(A, "A")
         block_size = check_int(block_size, "block_size", type(self).__name__)
         FrequentDirections.__init__(self, self.m, robust=self.robust, shrink=self.shrink,
-                                    buffer_rows=self.buffer_rows, blas_threads=self.blas_threads)
+                                    buffer_rows=self.buffer_rows, blas_threads=self.blas_threads,
+                                    dtype=self.dtype)
         for start in range(0, A.shape[0], block_size):
-            self.partial_fit(A[start:start + block_size])
+            self.partial_fit(A[start:start + block_size], check=False)
         return self
 
     def merge(self, other: FrequentDirections) -> FrequentDirections:
@@ -135,12 +159,13 @@ class FrequentDirections:
             return self
         rows = other._buf[: other._nfill]
         if self._buf is None:
-            self._buf = np.zeros((self.buffer_rows, other._buf.shape[1]))
+            self._buf = np.zeros((self.buffer_rows, other._buf.shape[1]), dtype=self.dtype)
         elif rows.shape[1] != self._buf.shape[1]:
             raise DataError(
                 f"The 'other' sketch has {rows.shape[1]} features; this one {self._buf.shape[1]}."
             )
-        self._insert(rows)
+        with _blas_limit(self.blas_threads):
+            self._insert(rows)
         self._delta_sum += other._delta_sum
         self.n_rows_seen_ += other.n_rows_seen_
         self.frob2_ += other.frob2_
@@ -155,7 +180,7 @@ class FrequentDirections:
             raise DataError("This sketch has seen no rows; call partial_fit(block) first.")
         if self._nfill > self.m:
             self._shrink()
-        return self._buf[: self.m].copy()
+        return self._buf[: self.m].astype(np.float64)
 
     @property
     def rho_(self) -> float:
@@ -188,11 +213,10 @@ class FrequentDirections:
         buf = self._buf
         assert buf is not None
         Bf = buf[: self._nfill]
-        with _blas_limit(self.blas_threads):
-            if self.shrink == "gram":
-                new, delta = _shrink_gram(Bf, self.m)
-            else:
-                new, delta = _shrink_svd(Bf, self.m)
+        if self.shrink == "gram":
+            new, delta = _shrink_gram(Bf, self.m)
+        else:
+            new, delta = _shrink_svd(Bf, self.m)
         k = new.shape[0]
         buf[:k] = new
         buf[k: self._nfill] = 0.0
@@ -205,18 +229,18 @@ class RobustFD(FrequentDirections):
     """Robust Frequent Directions (Huang 2018): FD plus the shift ``rho_``; see the base class."""
 
     def __init__(self, m: int, *, shrink: str = "gram", buffer_rows: int | None = None,
-                 blas_threads: int | None = 1) -> None:
+                 blas_threads: int | None = 1, dtype: str = "float64") -> None:
         super().__init__(m, robust=True, shrink=shrink, buffer_rows=buffer_rows,
-                         blas_threads=blas_threads)
+                         blas_threads=blas_threads, dtype=dtype)
 
     def fit(self, A: np.ndarray, *, block_size: int = 4096) -> RobustFD:
         """Reset and sketch all rows of ``A`` in blocks of ``block_size`` rows."""
         A = check_array(A, "A")
         block_size = check_int(block_size, "block_size", type(self).__name__)
         RobustFD.__init__(self, self.m, shrink=self.shrink, buffer_rows=self.buffer_rows,
-                          blas_threads=self.blas_threads)
+                          blas_threads=self.blas_threads, dtype=self.dtype)
         for start in range(0, A.shape[0], block_size):
-            self.partial_fit(A[start:start + block_size])
+            self.partial_fit(A[start:start + block_size], check=False)
         return self
 
 
@@ -250,7 +274,7 @@ def _blas_limit(threads: int | None):
 def _shrink_gram(B: np.ndarray, m: int) -> tuple[np.ndarray, float]:
     """FD shrink through ``eigh(B B')``; returns (new nonzero rows, delta)."""
     G = B @ B.T
-    lam, U = np.linalg.eigh(G)
+    lam, U = scipy.linalg.eigh(G, driver="evd", overwrite_a=True, check_finite=False)
     lam = lam[::-1]
     U = U[:, ::-1]
     lam = np.maximum(lam, 0.0)
