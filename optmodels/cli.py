@@ -19,6 +19,13 @@ option and a bare ``--param KEY=VALUE`` goes to every compared strategy that has
 With ``fit``, keys the estimator takes (e.g. SVMClassifier's C, kernel, probability,
 class_weight=balanced) are its hyperparameters and the others its ``strategy_options``.
 
+``solve`` and ``fit`` also read data too large for memory lazily, as row-chunked Dask arrays
+(lad and ridge; :mod:`instances.lazy`): ``--data 'chunks/*.npy'`` (a glob of .npy chunks
+``[X | y]``, the target last) or ``--data DIR`` (Parquet files: feature columns, the ``--target``
+column, optionally ``--weight``). The solve then runs on the active Dask scheduler:
+``--workers N`` starts a LocalCluster of N worker processes for the command and stops it after,
+``--scheduler ADDRESS`` connects to a running one (default: Dask's threads in this process).
+
 ``solve`` and ``fit`` report the coefficients under the data file's feature names (LAD, ridge,
 linear SVM; the intercept last) or, for kernel models, the number of support vectors. ``fit``
 writes a model file (:mod:`optmodels.model_io`: arrays and a JSON header, never pickle) that
@@ -31,6 +38,7 @@ at a verified optimum; 1 an internal error (one line; the traceback is written t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import dataclasses
 import importlib
@@ -41,7 +49,7 @@ import sys
 import tempfile
 import traceback
 import warnings
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -59,9 +67,17 @@ OPTIONAL_DEPENDENCIES = {
     "matplotlib": "plot",
     "ecos": "ecos",
     "dask": "dask",
+    "distributed": "dask",
+    "pyarrow": "dask",
     "statsmodels": "compare",
 }
 """Optional modules and the extra that installs them (``pip install "optmodels[extra]"``)."""
+
+
+DATA_HELP = ("data file (.csv, .svm/.libsvm/.txt, .npz), or read lazily (lad, ridge): a glob of "
+             ".npy chunks [X | y] ('chunks/*.npy') or a directory of Parquet files")
+LAZY_PROBLEMS = ("lad", "ridge")
+"""The problems ``solve`` / ``fit`` run on lazily read (Dask) data."""
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -79,9 +95,18 @@ def _parser() -> argparse.ArgumentParser:
         "compare, STRATEGY.KEY=VALUE sets one strategy's option (e.g. --param rfd.m=64)",
     )
 
-    s = sub.add_parser("solve", parents=[data_args], help="solve one problem with one strategy")
+    dask_args = argparse.ArgumentParser(add_help=False)
+    dask_args.add_argument(
+        "--workers", type=int, default=None, metavar="N",
+        help="start a Dask LocalCluster of N worker processes for this command (lazy data)")
+    dask_args.add_argument(
+        "--scheduler", default=None, metavar="ADDRESS",
+        help="run on the running Dask scheduler at ADDRESS (e.g. tcp://host:8786)")
+
+    s = sub.add_parser("solve", parents=[data_args, dask_args],
+                       help="solve one problem with one strategy")
     s.add_argument("problem", choices=sorted(PROBLEMS), help="the problem to solve")
-    s.add_argument("--data", required=True, help="data file (.csv, .svm/.libsvm/.txt, .npz)")
+    s.add_argument("--data", required=True, help=DATA_HELP)
     s.add_argument(
         "--strategy",
         default="full",
@@ -142,9 +167,10 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("problem", nargs="?", choices=sorted(PROBLEMS), help="one problem")
     i.add_argument("strategy", nargs="?", help="one strategy of that problem")
 
-    f = sub.add_parser("fit", parents=[data_args], help="fit an estimator and save the model")
+    f = sub.add_parser("fit", parents=[data_args, dask_args],
+                       help="fit an estimator and save the model")
     f.add_argument("problem", choices=sorted(PROBLEMS), help="the problem to fit")
-    f.add_argument("--data", required=True, help="data file (.csv, .svm/.libsvm/.txt, .npz)")
+    f.add_argument("--data", required=True, help=DATA_HELP)
     f.add_argument(
         "--strategy", default=None, help="solution strategy (default: the estimator's own)"
     )
@@ -187,7 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         "predict": _predict,
     }
     try:
-        return command[args.command](args)
+        with _dask_scheduler(args):
+            return command[args.command](args)
     except BrokenPipeError:  # the reader went away (`optmodels info | head`): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
@@ -241,10 +268,53 @@ def _require(module: str, feature: str) -> None:
         ) from None
 
 
-def _load(args: argparse.Namespace) -> Any:
+def _load(args: argparse.Namespace, lazy: bool = False) -> Any:
+    """The data of ``--data``; with ``lazy`` (solve, fit) a glob of .npy chunks or a Parquet
+    directory is read as Dask arrays (:func:`instances.lazy.load_lazy`)."""
     from instances.io import load
+    from instances.lazy import is_lazy_source, load_lazy
 
-    return load(args.data, target=args.target, weight=args.weight)
+    if not (lazy and is_lazy_source(args.data)):
+        return load(args.data, target=args.target, weight=args.weight)
+    if args.problem not in LAZY_PROBLEMS:
+        raise ValueError(
+            f"--data {args.data!r}: lazily read data (Dask) are supported for "
+            f"{' and '.join(LAZY_PROBLEMS)}, not {args.problem}; load the data into a .npz or "
+            ".csv file instead.")
+    _require("dask", f"--data {args.data!r} (lazy data)")
+    return load_lazy(args.data, target=args.target, weight=args.weight)
+
+
+@contextlib.contextmanager
+def _dask_scheduler(args: argparse.Namespace) -> Iterator[None]:
+    """``--workers N``: a LocalCluster of N processes (one thread each) for the command;
+    ``--scheduler ADDRESS``: a client of that scheduler; neither: nothing."""
+    workers, address = getattr(args, "workers", None), getattr(args, "scheduler", None)
+    if workers is None and address is None:
+        yield
+        return
+    if workers is not None and address is not None:
+        raise ValueError("--workers and --scheduler exclude each other: --workers N starts a "
+                         "local cluster, --scheduler ADDRESS uses a running one; pass one.")
+    if workers is not None and workers < 1:
+        raise ValueError(f"--workers must be a positive number of processes; got {workers}.")
+    _require("distributed", "--workers/--scheduler")
+    import logging
+
+    import distributed
+
+    cluster = None
+    if address is None:
+        cluster = distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
+                                           processes=True, dashboard_address=None,
+                                           silence_logs=logging.ERROR)
+    client = distributed.Client(cluster if cluster is not None else address)
+    try:
+        yield
+    finally:
+        client.close()
+        if cluster is not None:
+            cluster.close()
 
 
 def _split_params(
@@ -311,7 +381,7 @@ def _solve(args: argparse.Namespace) -> int:
     _check_solution_out(args.solution_out)
     model_params, per_strategy = _split_params(args.problem, args.param, [args.strategy])
     options: dict[str, Any] = per_strategy[args.strategy]
-    data = _load(args)
+    data = _load(args, lazy=True)
     problem = make_problem(args.problem, data.X, data.y, data.sample_weight, model_params)
     problem.feature_names = data.feature_names
     if args.solver is not None:
@@ -504,7 +574,7 @@ def _fit(args: argparse.Namespace) -> int:
     options = check_strategy_options(args.problem, strategy, per[strategy])
     est.set_params(**_hyperparameters(est, hyper), strategy=strategy,
                    strategy_options=options or None)
-    data = _load(args)
+    data = _load(args, lazy=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         est.fit(data.X, data.y, sample_weight=data.sample_weight)

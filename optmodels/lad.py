@@ -32,6 +32,7 @@ from optmodels.validation import Param
 from solvers.aid.lad import check_loss, lad_natural_scale
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolutionStatus, SolveResult, TerminationCondition
+from solvers.rows import any_dask, is_dask
 from solvers.validation import check_array, check_sample_weight, check_target
 
 FORMS = ("primal", "dual")
@@ -50,9 +51,15 @@ class LAD(Problem):
         docstring for the objective, twice the check loss.
     feature_names : p strings naming the columns of X (the exported ``beta`` columns are
         ``beta_<name>``); default None (``beta_0 .. beta_{p-1}``). Not a parameter.
+
+    A row-chunked Dask X (or y, sample_weight) stays lazy: it is checked chunk by chunk (the
+    messages of the in-memory checks, naming the row chunk) and ``solve("aid")`` runs on the
+    active Dask scheduler; ``objective`` and ``natural_scale`` are chunk-wise passes. The full
+    solve, ``qp()``, ``pyomo_model()`` and ``write()`` need X in memory and refuse it.
     """
 
     NAME: ClassVar[str] = "lad"
+    DASK_STRATEGIES: ClassVar[tuple[str, ...]] = ("aid",)
     PARAMS: ClassVar[dict[str, Param]] = {
         "fit_intercept": Param("bool", True, "add a free intercept beta0"),
         "quantile": Param(
@@ -70,27 +77,57 @@ class LAD(Problem):
         **params: Any,
     ) -> None:
         self._set_params(params)
-        self._X = check_array(X, "X", min_features=0 if self.params["fit_intercept"] else 1,
-                               accept_sparse=True)
-        self.y = check_target(y, self.n)
-        self.sample_weight = check_sample_weight(sample_weight, self.n)
+        if any_dask(X, y, sample_weight):
+            self._set_dask_data(X, y, sample_weight)
+        else:
+            self._X = check_array(X, "X", min_features=0 if self.params["fit_intercept"] else 1,
+                                   accept_sparse=True)
+            self.y = check_target(y, self.n)
+            self.sample_weight = check_sample_weight(sample_weight, self.n)
         self.feature_names = feature_names
+
+    def _set_dask_data(self, X: Any, y: Any, sample_weight: Any) -> None:
+        """X, y, s as float64 Dask arrays chunked alike (lazy), checked chunk by chunk in one
+        pass by ``solvers.dask_rows.DaskLadRows.checked`` (kept for the natural scale)."""
+        import dask.array as da
+
+        from solvers.dask_rows import DaskLadRows, aligned_vector, as_dask_matrix
+
+        X = as_dask_matrix(X if is_dask(X) else da.from_array(np.asarray(X)), "X",
+                           min_features=0 if self.fit_intercept else 1)
+        y = aligned_vector(y, X.chunks[0], "y", "X")
+        s = (None if sample_weight is None
+             else aligned_vector(sample_weight, X.chunks[0], "sample_weight", "X"))
+        self._rows = DaskLadRows.checked(X, y, s, self.fit_intercept)  # rows of weight > 0
+        self._natural: float | None = None
+        self._X, self.y = X, y
+        self.sample_weight = self._rows.s if s is None else s
 
     @property
     def design(self) -> np.ndarray:
         """[X, 1] with an intercept, else X."""
+        self.require_in_memory("The LP's design matrix [X, 1]")
         if self.fit_intercept:
             return np.hstack([self._X, np.ones((self.n, 1))])
         return self._X
 
     def objective(self, coef: np.ndarray, intercept: float = 0.0) -> float:
-        """E(beta) = sum_i s_i rho(y_i - x_i'beta - beta0) (sum_i s_i |.| at tau = 0.5)."""
+        """E(beta) = sum_i s_i rho(y_i - x_i'beta - beta0) (sum_i s_i |.| at tau = 0.5); one
+        chunk-wise pass on Dask data."""
+        if self.lazy and self.p == 0:
+            return check_loss(self.y - intercept, self.sample_weight, self.quantile)
         return check_loss(self.y - self._X @ coef - intercept, self.sample_weight, self.quantile)
 
     def natural_scale(self) -> float:
         """E of the best constant fit: sum_i s_i rho(y_i - m) with m the weighted tau-quantile
         of y (with an intercept), or E(0) = sum_i s_i rho(y_i) (without); 1 when that is 0 (y
-        fitted exactly by a constant, where every gap is measured in absolute terms)."""
+        fitted exactly by a constant, where every gap is measured in absolute terms). On Dask
+        data: the same number by chunk-wise passes (an exact selection of m), computed once."""
+        if self.lazy:
+            if self._natural is None:
+                self._natural = self._rows.natural_scale(self.fit_intercept, self.quantile)
+            scale = self._natural
+            return scale if scale > 0 else 1.0
         scale = lad_natural_scale(self.y, self.sample_weight, self.fit_intercept, self.quantile)
         return scale if scale > 0 else 1.0
 
@@ -102,6 +139,7 @@ class LAD(Problem):
 
     def qp(self, form: str = "primal") -> QPData:
         """The LP in matrix form: ``"primal"`` (declared) or ``"dual"`` (solved)."""
+        self.require_in_memory("qp() (the declared LP, behind pyomo_model() and write())")
         if form not in FORMS:
             raise ValueError(f"Unknown LAD form {form!r}; choose one of {', '.join(FORMS)}.")
         return self._primal() if form == "primal" else self._dual()
@@ -170,6 +208,7 @@ class LAD(Problem):
         dual form are the solver's row multipliers; where they fail the check (HiGHS returns
         unusable ones when presolve fixes u, e.g. an interpolating fit with p >= n), the primal
         LP is solved instead and ``extra['attempts']`` says so."""
+        self.require_in_memory("The full solve")
         kwargs = dict(
             tol=tol, time_limit=time_limit, max_iter=max_iter, verbose=verbose, options=options
         )

@@ -25,6 +25,7 @@ from optmodels.validation import Param, validate_params
 from solvers.backend import solve_qp
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolveResult, TerminationCondition, certify
+from solvers.rows import is_dask
 
 
 class FrozenParams(dict):
@@ -69,6 +70,10 @@ class Problem:
 
     NAME: ClassVar[str] = ""
     PARAMS: ClassVar[dict[str, Param]] = {}
+    DASK_STRATEGIES: ClassVar[tuple[str, ...]] = ()
+    """The strategies that run on a row-chunked Dask X, chunk by chunk on the active Dask
+    scheduler (the data stay lazy); every other strategy, ``qp()``, ``pyomo_model()`` and
+    ``write()`` refuse a Dask X with :meth:`require_in_memory`'s message."""
 
     def _set_params(self, given: dict[str, Any]) -> None:
         """Validate the parameters, set them as attributes and freeze them (read-only)."""
@@ -110,6 +115,23 @@ class Problem:
         return self._X
 
     @property
+    def lazy(self) -> bool:
+        """True when X is a row-chunked Dask array (kept lazy: see ``DASK_STRATEGIES``)."""
+        return is_dask(self.__dict__.get("_X"))
+
+    def require_in_memory(self, what: str) -> None:
+        """ValueError when X is a Dask array: ``what`` needs every row in memory."""
+        if not self.lazy:
+            return
+        mb = self.n * self.p * 8 / 2**20
+        runs = " or ".join(repr(s) for s in self.DASK_STRATEGIES[:3]) or "none"
+        raise ValueError(
+            f"{what} needs X in memory (n x p = {self.n} x {self.p}, {mb:.1f} MB as float64) "
+            f"and X is a Dask array; use strategy={runs} (it runs on the Dask array), or pass "
+            "X.compute() and y.compute() if they fit in memory."
+        )
+
+    @property
     def n(self) -> int:
         return int(self._X.shape[0])
 
@@ -130,6 +152,7 @@ class Problem:
         (e.g. ``m.beta[j]``, ``m.residual[i]``) that a user can extend and solve."""
         from solvers.pyomo_lowering import to_pyomo
 
+        self.require_in_memory("pyomo_model()")
         return to_pyomo(self.qp(*form))
 
     def natural_scale(self) -> float | None:
@@ -178,6 +201,9 @@ class Problem:
         if not isinstance(allow_large, bool):
             raise ValueError(f"allow_large must be True or False; got {allow_large!r}.")
         options = check_strategy_options(self.NAME, strategy, options)
+        if strategy not in self.DASK_STRATEGIES:
+            self.require_in_memory("The full solve" if strategy == "full"
+                                   else f"Strategy {strategy!r}")
         if strategy == "full":
             options = guards.check_full_solve(self, options, allow_large=allow_large)
         result = run_strategy(self, strategy, **options)
@@ -196,6 +222,7 @@ class Problem:
         """Write the model to ``path`` (``.mps`` or ``.lp``); see :func:`optmodels.export.write`."""
         from optmodels.export import write
 
+        self.require_in_memory("write() (the MPS/LP export)")
         write(self, path, **kwargs)
 
     def __repr__(self) -> str:

@@ -28,6 +28,8 @@ from optmodels.problem import Problem
 from optmodels.validation import Param
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolutionStatus, SolveResult, TerminationCondition
+from solvers.rows import any_dask, is_dask
+from solvers.sketch import RIDGE_METHODS
 from solvers.validation import check_array, check_sample_weight, check_target
 
 
@@ -40,6 +42,14 @@ class Ridge(Problem):
     alpha : the paper's gamma > 0.  sample_weight : s_i >= 0.  fit_intercept : centre first.
     feature_names : d strings naming the columns of A (the exported ``x`` columns are
         ``x_<name>``); default None (``x_0 .. x_{d-1}``). Not a parameter.
+
+    A row-chunked Dask A (or b, sample_weight) stays lazy: it is checked chunk by chunk (the
+    in-memory messages, naming the row chunk), the weighted means of the centring are one pass
+    (two small vectors in memory) and ``Aw = (A - abar) sqrt(s)``, ``bw`` are lazy Dask
+    expressions, so every sketch strategy (``solve("pcg-rfd")``, ...) runs on the active Dask
+    scheduler. ``objective``, ``gradient``, ``lower_bound`` and ``relative_gradient`` share one
+    chunk-wise pass per x; ``closed_form`` sums A'A over the chunks (d x d, needs d <= n). The
+    full solve, ``qp()``, ``pyomo_model()`` and ``write()`` need A in memory and refuse it.
     """
 
     NAME: ClassVar[str] = "ridge"
@@ -47,12 +57,18 @@ class Ridge(Problem):
         "alpha": Param("float", 1.0, "ridge penalty (the FD paper's gamma)", low=0.0),
         "fit_intercept": Param("bool", False, "fit an unpenalised intercept by centring"),
     }
+    DASK_STRATEGIES: ClassVar[tuple[str, ...]] = tuple(
+        m for m in RIDGE_METHODS if m != "cholesky")
 
     def __init__(
         self, A: Any, b: Any, *, sample_weight: Any = None, feature_names: Any = None,
         **params: Any,
     ) -> None:
         self._set_params(params)
+        if any_dask(A, b, sample_weight):
+            self._set_dask_data(A, b, sample_weight)
+            self.feature_names = feature_names
+            return
         self._X = check_array(A, "A", accept_sparse=True)
         self.feature_names = feature_names
         self.b = check_target(b, self.n, "b")
@@ -68,27 +84,90 @@ class Ridge(Problem):
         self.Aw = (self._X - self.a_mean) * sw[:, None]
         self.bw = (self.b - self.b_mean) * sw
 
+    def _set_dask_data(self, A: Any, b: Any, sample_weight: Any) -> None:
+        """A, b, s as Dask arrays checked chunk by chunk; a_mean, b_mean in one pass; Aw, bw
+        lazy (the multiplications by sqrt(s) and the centring are left out when trivial)."""
+        import dask
+        import dask.array as da
+
+        from solvers.dask_rows import DaskRows
+
+        rows = DaskRows.checked(A if is_dask(A) else da.from_array(np.asarray(A)), "A", "Ridge")
+        self._X, self._dask_cache = rows.A, {}
+        self.b = rows.checked_vector(b, "b", against="A")
+        s = None
+        if sample_weight is not None:
+            s = rows.checked_vector(sample_weight, "sample_weight", against="A")
+            # [min s, max s] fails check_sample_weight exactly when s does (same messages).
+            check_sample_weight(np.array(dask.compute(s.min(), s.max())), 2)
+        self.sample_weight = da.ones_like(self.b) if s is None else s
+        X, bb = self._X, self.b
+        if self.fit_intercept:
+            sw_x, sw_b, total = (dask.compute(X.sum(axis=0), bb.sum(), self.n) if s is None
+                                 else dask.compute(s @ X, s @ bb, s.sum()))
+            self.a_mean, self.b_mean = np.asarray(sw_x) / total, float(sw_b / total)
+            X, bb = X - self.a_mean, bb - self.b_mean
+        else:
+            self.a_mean, self.b_mean = np.zeros(self.p), 0.0
+        if s is not None:
+            sw = da.sqrt(s)
+            X, bb = X * sw[:, None], bb * sw
+        self.Aw, self.bw = X, bb
+
+    def _dask_terms(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(Aw'Aw x, Aw'bw, ||Aw x - bw||^2)`` on Dask data: one pass per x (the last x and
+        Aw'bw are kept)."""
+        import dask
+
+        cache = self._dask_cache
+        if cache.get("x") != x.tobytes():
+            Ax = self.Aw @ x
+            r = Ax - self.bw
+            ata_x, rr = dask.compute(self.Aw.T @ Ax, r @ r)
+            cache.update(x=x.tobytes(), ata_x=np.asarray(ata_x), rr=float(rr))
+        return cache["ata_x"], self._dask_atb(), cache["rr"]
+
+    def _dask_atb(self) -> np.ndarray:
+        """``Aw'bw`` on Dask data (one pass, kept)."""
+        if "atb" not in self._dask_cache:
+            self._dask_cache["atb"] = np.asarray((self.Aw.T @ self.bw).compute())
+        return self._dask_cache["atb"]
+
     @property
     def A(self) -> np.ndarray:
         return self._X
 
     def objective(self, x: np.ndarray) -> float:
+        if self.lazy:
+            return float(0.5 * self._dask_terms(x)[2] + 0.5 * self.alpha * x @ x)
         r = self.Aw @ x - self.bw
         return float(0.5 * r @ r + 0.5 * self.alpha * x @ x)
 
     def gradient(self, x: np.ndarray) -> np.ndarray:
+        if self.lazy:
+            ata_x, atb, _ = self._dask_terms(x)
+            return ata_x - atb + self.alpha * x
         return self.Aw.T @ (self.Aw @ x - self.bw) + self.alpha * x
 
     def relative_gradient(self, x: np.ndarray) -> float:
         """||grad f(x)|| over the sum of the norms of its terms A'SAx, alpha x and A'S b."""
-        ata_x = self.Aw.T @ (self.Aw @ x)
-        atb = self.Aw.T @ self.bw
+        if self.lazy:
+            ata_x, atb, _ = self._dask_terms(x)
+        else:
+            ata_x = self.Aw.T @ (self.Aw @ x)
+            atb = self.Aw.T @ self.bw
         grad = ata_x - atb + self.alpha * x
         scale = np.linalg.norm(ata_x) + self.alpha * np.linalg.norm(x) + np.linalg.norm(atb)
         return float(np.linalg.norm(grad) / scale) if scale > 0 else 0.0
 
     def natural_scale(self) -> float:
-        """f(0) = 1/2 ||S^(1/2) b||^2 (1 when b is fitted exactly by 0)."""
+        """f(0) = 1/2 ||S^(1/2) b||^2 (1 when b is fitted exactly by 0); computed once on Dask
+        data."""
+        if self.lazy:
+            if "natural" not in self._dask_cache:
+                self._dask_cache["natural"] = 0.5 * float((self.bw @ self.bw).compute())
+            scale = self._dask_cache["natural"]
+            return scale if scale > 0 else 1.0
         scale = 0.5 * float(self.bw @ self.bw)
         return scale if scale > 0 else 1.0
 
@@ -103,6 +182,8 @@ class Ridge(Problem):
     def closed_form(self) -> np.ndarray:
         """x* by Cholesky of A'A + alpha I (d <= n) or A'(AA' + alpha I)^{-1} b (n < d)."""
         A, b, lam = self.Aw, self.bw, self.alpha
+        if self.lazy:
+            return self._dask_closed_form()
         if self.p <= self.n:
             H = A.T @ A
             H[np.diag_indices_from(H)] += lam
@@ -111,8 +192,19 @@ class Ridge(Problem):
         G[np.diag_indices_from(G)] += lam
         return A.T @ sla.cho_solve(sla.cho_factor(G, lower=True), b)
 
+    def _dask_closed_form(self) -> np.ndarray:
+        """x* = (Aw'Aw + alpha I)^{-1} Aw'bw with Aw'Aw summed over the chunks (d <= n)."""
+        from solvers.dask_rows import DaskRows
+
+        if self.p > self.n:
+            self.require_in_memory(f"The closed form with d > n ({self.p} > {self.n})")
+        H = DaskRows(self.Aw).gram()
+        H[np.diag_indices_from(H)] += self.alpha
+        return sla.cho_solve(sla.cho_factor(H, lower=True), self._dask_atb())
+
     def qp(self, form: str = "residual") -> QPData:
         """The residual-form QP of the module docstring (variables x then r)."""
+        self.require_in_memory("qp() (the declared QP, behind pyomo_model() and write())")
         if form != "residual":
             raise ValueError(f"Unknown ridge form {form!r}; the only form is 'residual'.")
         n, d = self.n, self.p
@@ -144,6 +236,7 @@ class Ridge(Problem):
     ) -> SolveResult:
         """``solver="cholesky"`` (the exact reference) or a QP backend (highs, clarabel, ecos),
         accepted as optimal only if (f(x) - lower_bound(x)) / natural_scale() <= ``tol``."""
+        self.require_in_memory("The full solve")
         if solver == "cholesky":
             t0 = time.perf_counter()
             x = self.closed_form()

@@ -23,6 +23,7 @@ from optmodels.problem import Problem
 from optmodels.strategies import check_strategy_options, strategies_for
 from optmodels.validation import Param, validate_params
 from solvers.result import SolveResult, TerminationCondition
+from solvers.rows import any_dask, is_dask
 from solvers.validation import check_sample_weight
 
 USABLE_LIMITS = (
@@ -46,6 +47,9 @@ class OptEstimator(BaseEstimator):
 
     _PROBLEM: ClassVar[type[Problem]]
     _HYPER: ClassVar[dict[str, Param]] = {}
+    _ACCEPTS_DASK: ClassVar[bool] = False
+    """True when ``fit`` passes a Dask X / y / sample_weight to the problem as is (checked
+    chunk by chunk there, never loaded); scikit-learn's validate_data would load it."""
 
     # ---- validation ----------------------------------------------------------------------
     def _hyperparameters(self) -> dict[str, Any]:
@@ -72,7 +76,15 @@ class OptEstimator(BaseEstimator):
         return check_strategy_options(self._PROBLEM.NAME, strategy, dict(given))
 
     def _validate_fit(self, X: Any, y: Any, sample_weight: Any, **kw: Any) -> tuple:
-        """(X dense float64, y, sample weights) with n_features_in_ / feature_names_in_ set."""
+        """(X dense float64, y, sample weights) with n_features_in_ / feature_names_in_ set.
+        Dask input (estimators with ``_ACCEPTS_DASK``) is returned as is, for the problem to
+        check chunk by chunk; only n_features_in_ is set."""
+        if self._ACCEPTS_DASK and any_dask(X, y, sample_weight):
+            if getattr(X, "ndim", 0) == 2:
+                self.n_features_in_ = int(X.shape[1])
+            if hasattr(self, "feature_names_in_"):
+                del self.feature_names_in_
+            return X, y, sample_weight
         X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE, dtype=np.float64, **kw)
         if hasattr(X, "toarray"):
             X = X.toarray()
@@ -81,8 +93,19 @@ class OptEstimator(BaseEstimator):
 
     def _validate_predict(self, X: Any) -> np.ndarray:
         check_is_fitted(self)
+        if self._ACCEPTS_DASK and is_dask(X):
+            return self._dask_predict_input(X)
         X = validate_data(self, X, accept_sparse=ACCEPT_SPARSE, dtype=np.float64, reset=False)
         return np.ascontiguousarray(X.toarray() if hasattr(X, "toarray") else X)
+
+    def _dask_predict_input(self, X: Any) -> Any:
+        """A Dask X of n_features_in_ columns as float64 (lazy; NaN is not checked here)."""
+        if X.ndim != 2 or X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has shape {X.shape}, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input; pass a 2-D Dask array of "
+                f"{self.n_features_in_} columns.")
+        return X.astype(np.float64)
 
     def __sklearn_tags__(self) -> Any:
         tags = super().__sklearn_tags__()

@@ -5,6 +5,11 @@
     RidgeRegressor: min_{x, x0} 1/2 sum_i s_i (y_i - a_i'x - x0)^2 + alpha/2 ||x||^2
 
 Prediction is X @ coef_ + intercept_ for both.
+
+Both accept row-chunked Dask arrays in ``fit`` (X, y and sample_weight are checked chunk by
+chunk by the problem and stay lazy; use a strategy that runs on Dask: ``"aid"`` for LAD, a
+sketch such as ``"pcg-rfd"`` for ridge). ``predict`` on a Dask X returns a lazy Dask array
+(``X @ coef_ + intercept_``); call ``.compute()`` for numpy.
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ _QUANTILE = LAD.PARAMS.get(
 class _LinearRegressor(RegressorMixin, OptEstimator):
     """coef_ / intercept_ from a problem's result; predict = X @ coef_ + intercept_."""
 
+    _ACCEPTS_DASK: ClassVar[bool] = True
+
     def _problem_params(self, hyper: dict[str, Any]) -> dict[str, Any]:
         raise NotImplementedError
 
@@ -44,7 +51,7 @@ class _LinearRegressor(RegressorMixin, OptEstimator):
         return self
 
     def predict(self, X: Any) -> np.ndarray:
-        """X @ coef_ + intercept_."""
+        """X @ coef_ + intercept_ (a lazy Dask array for a Dask X)."""
         X = self._validate_predict(X)
         return X @ self.coef_ + self.intercept_
 
