@@ -177,10 +177,12 @@ def aid_lad(
         ``gap`` = (E_best - F) / scale with ``scale`` (also ``result.scale``) the natural scale;
         termination CERTIFIED only with sign-pure clusters and ``gap <= CERTIFICATE_TOL``.
         ``extra``: intercept, certified, E_best, F, gap, history (per iteration: iteration,
-        clusters, F, E, E_best, gap, mixed, lp_time, lp_iterations, sift_rounds, fixed, time;
-        all in the units of the data), n_clusters_final, labels (the final cluster of each row,
-        -1 for rows of weight 0), lp_time, scaling (the power-of-two factors: ``X_columns``,
-        ``y``, ``sample_weight``).
+        clusters, F, E, E_best, gap, mixed, rows_evaluated, lp_time, lp_iterations, sift_rounds,
+        fixed, time; all in the units of the data; in a screened iteration, rows_evaluated < n,
+        E is exact in exact arithmetic (the proven-pure clusters from their sums) and E_best,
+        taken only from passes over every row, is not updated), n_clusters_final, labels (the
+        final cluster of each row, -1 for rows of weight 0), lp_time, scaling (the power-of-two
+        factors: ``X_columns``, ``y``, ``sample_weight``).
     """
     t0 = time.perf_counter()
     f = "aid_lad"
