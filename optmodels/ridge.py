@@ -57,8 +57,8 @@ class Ridge(Problem):
         "alpha": Param("float", 1.0, "ridge penalty (the FD paper's gamma)", low=0.0),
         "fit_intercept": Param("bool", False, "fit an unpenalised intercept by centring"),
     }
-    DASK_STRATEGIES: ClassVar[tuple[str, ...]] = tuple(
-        m for m in RIDGE_METHODS if m != "cholesky")
+    DASK_STRATEGIES: ClassVar[tuple[str, ...]] = ("pcg-rfd", *(
+        m for m in RIDGE_METHODS if m not in ("cholesky", "pcg-rfd")))
 
     def __init__(
         self, A: Any, b: Any, *, sample_weight: Any = None, feature_names: Any = None,
