@@ -15,6 +15,8 @@ import pytest
 da = pytest.importorskip("dask.array")
 distributed = pytest.importorskip("distributed")
 
+import test_dask  # noqa: E402  (tests/ is on sys.path under pytest)
+
 from optmodels.cli import main  # noqa: E402
 from optmodels.estimators import LADRegressor, RidgeRegressor  # noqa: E402
 from optmodels.lad import LAD  # noqa: E402
@@ -22,15 +24,8 @@ from optmodels.ridge import Ridge  # noqa: E402
 from solvers.errors import DataError  # noqa: E402
 from solvers.result import TerminationCondition  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def client():
-    cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       dashboard_address=None, silence_logs=40)
-    c = distributed.Client(cluster)
-    yield c
-    c.close()
-    cluster.close()
+client = test_dask.client  # the module-scoped LocalCluster fixture: 2 processes, 1 thread each
+_with_nan = test_dask._with_nan
 
 
 def _lad_data(n=3000, p=3, seed=0):
@@ -111,12 +106,6 @@ def test_in_memory_only_methods_refused_on_dask_with_the_size(client, tmp_path):
     A, b, _ = _ridge_data(n=500)
     with pytest.raises(ValueError, match="needs X in memory.*strategy='pcg-rfd' or"):
         Ridge(*_chunked(A, b, rows=250)).solve("full")
-
-
-def _with_nan(X, row):
-    Xn = X.copy()
-    Xn[row, 1] = np.nan
-    return Xn
 
 
 def test_nan_in_one_chunk_refused_at_construction_like_in_memory(client):
