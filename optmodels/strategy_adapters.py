@@ -259,7 +259,7 @@ adapter("klr", "block", block_klr, _KLR_FIXED, opt.BLOCK_KLR)(_klr_runner(block_
 # ---- Ridge --------------------------------------------------------------------------------------
 def _ridge_runner(method: str) -> Callable[..., SolveResult]:
     def run(problem: Any, **options: Any) -> SolveResult:
-        if "x_star" not in options and problem.p <= RIDGE_REFERENCE_MAX_D:
+        if "x_star" not in options and problem.p <= RIDGE_REFERENCE_MAX_D and not problem.lazy:
             options["x_star"] = problem.closed_form()
         res = solve_ridge(problem.Aw, problem.bw, problem.alpha, method=method, **options)
         if res.x is not None:

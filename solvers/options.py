@@ -23,7 +23,7 @@ import numpy as np
 
 from solvers.errors import DataError
 from solvers.result import CERTIFICATE_TOL
-from solvers.sketch.ridge import RIDGE_METHODS
+from solvers.sketch.ridge import DEFAULT_SKETCH_SIZE, RIDGE_METHODS, sketch_size  # noqa: F401
 from solvers.validation import describe_range, invalid, to_bool, to_number
 
 # Choices and defaults of solvers.aid, kept here so this table module stays import-light
@@ -284,30 +284,6 @@ BLOCK_KLR = table(
 
 
 # ---------------------------------------------------------------------------- ridge sketches
-DEFAULT_SKETCH_SIZE = 256
-"""The sketch size m when not given is min(DEFAULT_SKETCH_SIZE, d) (see sketch_size).
-
-Why 256 at every d (measured, pcg-rfd to 1e-10, one BLAS thread): PCG needs m above the data's
-effective rank (make_ridge r = 0.1, d = 1024: m = 256 takes 6 iterations, m = 128 takes 246,
-m <= 64 does not reach 1e-10 in 500), while on slowly decaying spectra (random Fourier
-features) m = 32..512 all take 18-27 iterations, so a larger m only costs: at d = 4096,
-n = 2e4 the whole solve took 11.9 s with m = 256 and 16.5 s with m = 512 (Cholesky 10 s).
-The FD pass costs O(m d) per row plus O(m^2) for the shrink, against d^2 / 2 for A'A."""
-
-
-def sketch_size(m: int | None, d: int, owner: str) -> int:
-    """The sketch size ``m``: min(256, d) when None; a given m must be at most d."""
-    if m is None:
-        return min(DEFAULT_SKETCH_SIZE, d)
-    if m > d:
-        raise DataError(
-            f"The 'm' option of {owner} (sketch size) must be at most d = {d}, the number of "
-            f"features; got {m}. Give m <= {d} or leave it out to use min(256, d) = "
-            f"{min(DEFAULT_SKETCH_SIZE, d)}."
-        )
-    return m
-
-
 _RIDGE_COMMON = (
     Option("m", "int", None,
            "sketch size (rows of B or S), at most d; default min(256, d) (PCG needs m above "

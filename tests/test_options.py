@@ -47,10 +47,7 @@ def test_table_names_and_defaults_equal_the_routine_keywords(problem, strategy):
     kw = _routine_keywords(problem, strategy)
     assert set(table) == set(kw)
     for name, option in table.items():
-        if (problem, name) == ("ridge", "m"):  # None = min(256, d), resolved by the adapter
-            assert option.default is None and kw[name] == 256
-        else:
-            assert option.default == kw[name], name
+        assert option.default == kw[name], name
 
 
 def _bad_values(option: Option) -> list[object]:
