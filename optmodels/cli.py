@@ -80,8 +80,33 @@ LAZY_PROBLEMS = ("lad", "ridge")
 """The problems ``solve`` / ``fit`` run on lazily read (Dask) data."""
 
 
+class _Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose epilog can be built when help is printed (``epilog_from``), so
+    the strategy tables are loaded for ``--help`` only, never for a plain command."""
+
+    epilog_from: Any = None
+
+    def format_help(self) -> str:
+        if self.epilog_from is not None:
+            self.epilog = self.epilog_from()
+        return super().format_help()
+
+
+def _strategy_epilog() -> str:
+    """Each problem's strategies and their option names, from the validating tables."""
+    from optmodels.strategies import options_for, strategies_for
+
+    lines = ["strategies and their options (--param KEY=VALUE; details: optmodels info PROBLEM"
+             " STRATEGY):"]
+    for problem in PROBLEMS:
+        for strategy in strategies_for(problem):
+            names = ", ".join(options_for(problem, strategy))
+            lines.append(f"  {problem} {strategy}: {names}")
+    return "\n".join(lines)
+
+
 def _parser() -> argparse.ArgumentParser:
-    ap = argparse.ArgumentParser(prog="optmodels", description=__doc__.split("\n")[0])
+    ap = _Parser(prog="optmodels", description=__doc__.split("\n")[0])
     sub = ap.add_subparsers(dest="command", required=True)
     data_args = argparse.ArgumentParser(add_help=False)
     data_args.add_argument("--target", default="y", help="target column of a CSV file (default y)")
@@ -104,7 +129,9 @@ def _parser() -> argparse.ArgumentParser:
         help="run on the running Dask scheduler at ADDRESS (e.g. tcp://host:8786)")
 
     s = sub.add_parser("solve", parents=[data_args, dask_args],
-                       help="solve one problem with one strategy")
+                       help="solve one problem with one strategy",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    s.epilog_from = _strategy_epilog
     s.add_argument("problem", choices=sorted(PROBLEMS), help="the problem to solve")
     s.add_argument("--data", required=True, help=DATA_HELP)
     s.add_argument(
@@ -124,7 +151,9 @@ def _parser() -> argparse.ArgumentParser:
     )
     s.add_argument("--verbose", action="store_true", help="print the solver's progress")
 
-    c = sub.add_parser("compare", parents=[data_args], help="strategies side by side")
+    c = sub.add_parser("compare", parents=[data_args], help="strategies side by side",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    c.epilog_from = _strategy_epilog
     c.add_argument(
         "problem", nargs="?", default="lad", choices=sorted(PROBLEMS), help="default lad"
     )
@@ -168,7 +197,9 @@ def _parser() -> argparse.ArgumentParser:
     i.add_argument("strategy", nargs="?", help="one strategy of that problem")
 
     f = sub.add_parser("fit", parents=[data_args, dask_args],
-                       help="fit an estimator and save the model")
+                       help="fit an estimator and save the model",
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    f.epilog_from = _strategy_epilog
     f.add_argument("problem", choices=sorted(PROBLEMS), help="the problem to fit")
     f.add_argument("--data", required=True, help=DATA_HELP)
     f.add_argument(

@@ -45,3 +45,17 @@ def test_the_docs_reference_page_is_generated_from_the_tables():
 
     page = Path(__file__).resolve().parents[1] / "docs" / "reference" / "options.md"
     assert page.read_text() == markdown_reference()
+
+
+def test_cli_help_lists_the_validated_options():
+    """``optmodels solve --help`` (and compare, fit) names every strategy's options, from the
+    same tables."""
+    from optmodels.cli import _parser
+
+    sub = next(a for a in _parser()._actions if a.dest == "command")
+    for command in ("solve", "compare", "fit"):
+        text = sub.choices[command].format_help()
+        for problem in sorted(PROBLEMS):
+            for strategy in strategies_for(problem):
+                line = f"  {problem} {strategy}: {', '.join(options_for(problem, strategy))}"
+                assert line in text, (command, line)
