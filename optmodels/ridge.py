@@ -30,6 +30,7 @@ from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolutionStatus, SolveResult, TerminationCondition
 from solvers.rows import any_dask, is_dask
 from solvers.sketch import RIDGE_METHODS
+from solvers.sparse import CentredSparse
 from solvers.validation import check_array, check_sample_weight, check_target
 
 
@@ -50,6 +51,13 @@ class Ridge(Problem):
     scheduler. ``objective``, ``gradient``, ``lower_bound`` and ``relative_gradient`` share one
     chunk-wise pass per x; ``closed_form`` sums A'A over the chunks (d x d, needs d <= n). The
     full solve, ``qp()``, ``pyomo_model()`` and ``write()`` need A in memory and refuse it.
+
+    A scipy.sparse A stays sparse (``self.A`` is CSR): ``Aw`` is then a
+    :class:`solvers.sparse.CentredSparse`, which applies the centring and the weights inside
+    its products, so ``fit_intercept=True`` does not fill A in. The Cholesky reference forms
+    A'A (d x d) or, when n < d, AA' (n x n) from the sparse products; the sketch strategies
+    stream dense blocks of rows. Only ``qp()`` with ``fit_intercept`` holds the centred A as a
+    filled-in sparse block (the centring has no sparse form there).
     """
 
     NAME: ClassVar[str] = "ridge"
@@ -69,19 +77,23 @@ class Ridge(Problem):
             self._set_dask_data(A, b, sample_weight)
             self.feature_names = feature_names
             return
-        self._X = check_array(A, "A", accept_sparse=True)
+        self._X = check_array(A, "A", accept_sparse=True, keep_sparse=True)
         self.feature_names = feature_names
         self.b = check_target(b, self.n, "b")
         self.sample_weight = check_sample_weight(sample_weight, self.n)
         sw = np.sqrt(self.sample_weight)
         if self.fit_intercept:
             total = self.sample_weight.sum()
-            self.a_mean = self.sample_weight @ self._X / total
+            self.a_mean = np.asarray(self._X.T @ self.sample_weight) / total
             self.b_mean = float(self.sample_weight @ self.b / total)
         else:
             self.a_mean, self.b_mean = np.zeros(self.p), 0.0
         # The working (centred, weighted) data: f(x) = 1/2||Aw x - bw||^2 + alpha/2||x||^2.
-        self.Aw = (self._X - self.a_mean) * sw[:, None]
+        # A sparse A stays sparse: Aw is then the CentredSparse operator (centring implicit).
+        if sp.issparse(self._X):
+            self.Aw = CentredSparse(self._X, self.a_mean, sw)
+        else:
+            self.Aw = (self._X - self.a_mean) * sw[:, None]
         self.bw = (self.b - self.b_mean) * sw
 
     def _set_dask_data(self, A: Any, b: Any, sample_weight: Any) -> None:
@@ -184,11 +196,12 @@ class Ridge(Problem):
         A, b, lam = self.Aw, self.bw, self.alpha
         if self.lazy:
             return self._dask_closed_form()
+        sparse = isinstance(A, CentredSparse)
         if self.p <= self.n:
-            H = A.T @ A
+            H = A.gram() if sparse else A.T @ A
             H[np.diag_indices_from(H)] += lam
             return sla.cho_solve(sla.cho_factor(H, lower=True), A.T @ b)
-        G = A @ A.T
+        G = A.outer() if sparse else A @ A.T
         G[np.diag_indices_from(G)] += lam
         return A.T @ sla.cho_solve(sla.cho_factor(G, lower=True), b)
 
@@ -208,7 +221,8 @@ class Ridge(Problem):
         if form != "residual":
             raise ValueError(f"Unknown ridge form {form!r}; the only form is 'residual'.")
         n, d = self.n, self.p
-        A = sp.hstack([sp.csr_matrix(self.Aw), -sp.identity(n, format="csr")], format="csr")
+        Aw = self.Aw.tocsr() if isinstance(self.Aw, CentredSparse) else sp.csr_matrix(self.Aw)
+        A = sp.hstack([Aw, -sp.identity(n, format="csr")], format="csr")
         P = sp.diags(np.concatenate([np.full(d, self.alpha), np.ones(n)]), format="csr")
         return QPData(
             c=np.zeros(d + n),

@@ -120,6 +120,46 @@ class NumpyRows:
         return sk.sketch_
 
 
+class SparseRows(NumpyRows):
+    """The operations of :class:`NumpyRows` on a sparse ``A`` (a scipy.sparse matrix or a
+    :class:`solvers.sparse.CentredSparse`): products through the sparse structure, the
+    sketches fed dense blocks of ``block_size`` rows, one block at a time."""
+
+    def __init__(self, A: Any) -> None:
+        from solvers.sparse import CentredSparse
+
+        super().__init__(A if isinstance(A, CentredSparse) else CentredSparse(A))
+
+    def normal_matvec(self, p: np.ndarray, block: int = 256) -> tuple[np.ndarray, np.ndarray]:
+        """``(A'A p, A p)``: two sparse products."""
+        Ap = self.A @ p
+        return self.A.T @ Ap, Ap
+
+    def gram(self) -> np.ndarray:
+        """``A'A`` (d x d dense) from the sparse ``A'A``."""
+        return self.A.gram()
+
+    def random_sketch(self, kind: str, m: int, seed: int | None, block_size: int,
+                      b: np.ndarray | None = None) -> np.ndarray:
+        """``S A`` (or ``S [A, b]``), each block of rows made dense on its own."""
+        from solvers.sketch.random import make_random_sketch
+
+        sk = make_random_sketch(kind, m, seed=seed)
+        for start in range(0, self.shape[0], block_size):
+            block = self.A[start:start + block_size]
+            if b is not None:
+                block = np.column_stack([block, b[start:start + block_size]])
+            sk.partial_fit(block)
+        return sk.sketch_
+
+
+def as_rows(A: Any) -> NumpyRows:
+    """An in-memory ``A`` behind the operations (:class:`SparseRows` when sparse)."""
+    from solvers.sparse import is_sparse
+
+    return SparseRows(A) if is_sparse(A) else NumpyRows(A)
+
+
 def ridge_rows(A: Any, b: Any, owner: str) -> tuple[Any, Any]:
     """``(rows, b)`` for the ridge solvers: checked data behind the operations above.
 
@@ -131,10 +171,12 @@ def ridge_rows(A: Any, b: Any, owner: str) -> tuple[Any, Any]:
 
         rows = DaskRows.checked(A, "A", owner)
         return rows, rows.checked_vector(b, "b", against="A")
+    from solvers.sparse import CentredSparse
     from solvers.validation import check_array, check_vector
 
-    A = check_array(A, "A")
-    return NumpyRows(A), check_vector(b, A.shape[0], "b", against="A")
+    if not isinstance(A, CentredSparse):  # a CentredSparse was built from checked data
+        A = check_array(A, "A", accept_sparse=True, keep_sparse=True)
+    return as_rows(A), check_vector(b, A.shape[0], "b", against="A")
 
 
 class LadRows:

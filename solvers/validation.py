@@ -162,13 +162,17 @@ def check_kernel(kernel: Any, owner: str) -> Kernel:
 
 # ---------------------------------------------------------------------------- arrays
 def check_array(X: Any, name: str = "X", *, min_samples: int = 1, min_features: int = 1,
-                accept_sparse: bool = False) -> np.ndarray:
+                accept_sparse: bool = False, keep_sparse: bool = False) -> Any:
     """A finite, C-contiguous 2-D float64 array with enough rows and columns.
 
-    Sparse input is densified with ``accept_sparse`` and refused otherwise."""
+    Sparse input is densified with ``accept_sparse`` and refused otherwise; with
+    ``keep_sparse`` too it is kept sparse: a scipy.sparse CSR/CSC matrix comes back as a float64
+    CSR matrix (same checks on its stored values and shape), never densified."""
     if hasattr(X, "toarray") and not isinstance(X, np.ndarray):
         if not accept_sparse:
             raise DataError(f"{name!r} is sparse; pass a dense numpy array ({name}.toarray()).")
+        if keep_sparse:
+            return _check_sparse(X, name, min_samples, min_features)
         X = X.toarray()
     arr = _as_float(X, name)
     if arr.ndim != 2:
@@ -187,6 +191,29 @@ def check_array(X: Any, name: str = "X", *, min_samples: int = 1, min_features: 
         )
     check_finite(arr, name)
     return np.ascontiguousarray(arr)
+
+
+def _check_sparse(X: Any, name: str, min_samples: int, min_features: int) -> Any:
+    """A scipy.sparse matrix as a checked float64 CSR matrix (explicit zeros kept)."""
+    import scipy.sparse as sp
+
+    if not sp.issparse(X):
+        raise DataError(f"{name!r} has a toarray() but is not a scipy.sparse matrix "
+                        f"({type(X).__name__}); pass a scipy.sparse CSR/CSC matrix or a numpy "
+                        "array.")
+    if np.iscomplexobj(X.data):
+        raise DataError(f"Complex data not supported in {name!r}; pass real numbers.")
+    csr = sp.csr_matrix(X, dtype=np.float64, copy=True)
+    n, p = csr.shape
+    if n < min_samples:
+        raise DataError(f"{name!r} has {n} sample(s) (shape={csr.shape}); at least "
+                        f"{min_samples} is required.")
+    if p < min_features:
+        raise DataError(f"{name!r} has {p} feature(s) (shape={csr.shape}) while a minimum of "
+                        f"{min_features} is required.")
+    check_finite(csr.data, name)
+    csr.sort_indices()
+    return csr
 
 
 def _as_float(X: Any, name: str) -> np.ndarray:

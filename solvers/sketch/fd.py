@@ -108,11 +108,13 @@ class FrequentDirections:
 
     # ------------------------------------------------------------------ streaming
     def partial_fit(self, block: np.ndarray, *, check: bool = True) -> FrequentDirections:
-        """Process a block of rows (k x d) once; returns ``self``.
+        """Process a block of rows (k x d, dense or scipy.sparse) once; returns ``self``.
 
         ``check=False`` skips the finiteness check, for rows already checked by the caller (a
         full check costs about a fifth of a pass at small m).
         """
+        if hasattr(block, "toarray") and not isinstance(block, np.ndarray):
+            block = block.toarray()  # a sparse block: dense for this block only
         X = check_array(block, "block", min_samples=0) if check else block
         if self._buf is None:
             d = X.shape[1]

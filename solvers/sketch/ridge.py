@@ -56,7 +56,7 @@ import scipy.linalg
 
 from solvers.errors import DataError
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
-from solvers.rows import NumpyRows, ridge_rows
+from solvers.rows import NumpyRows, as_rows, ridge_rows
 from solvers.sketch.fd import FrequentDirections
 from solvers.sketch.precondition import SketchPreconditioner
 from solvers.validation import (
@@ -110,7 +110,7 @@ _DIVERGENCE_HINTS: dict[str, str] = {
 # ---------------------------------------------------------------------------- sketches
 def _rows(A):
     """``A`` behind the row operations of :mod:`solvers.rows` (an in-memory array is wrapped)."""
-    return A if hasattr(A, "fd_sketch") else NumpyRows(A)
+    return A if hasattr(A, "fd_sketch") else as_rows(A)
 
 
 def fd_preconditioner(

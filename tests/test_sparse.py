@@ -1,0 +1,84 @@
+"""Sparse CSR/CSC input: kept sparse where the strategy can, refused clearly where it cannot.
+
+Every check compares the sparse problem with the same problem built on ``X.toarray()`` (the
+dense path is the independent reference) and looks at what the problem stores.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from optmodels.ridge import Ridge
+from solvers.errors import DataError
+from solvers.sparse import CentredSparse
+from solvers.validation import check_array
+
+RIDGE_STRATEGIES = ["full", "pcg-rfd", "pcg-fd", "fdrr", "ihs-gaussian", "classical-sjlt"]
+
+
+def _sparse(n: int, d: int, fmt: str = "csr", seed: int = 0) -> sp.spmatrix:
+    return sp.random(n, d, density=0.15, format=fmt, random_state=seed)
+
+
+def _data(n: int, seed: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=n), rng.uniform(0.5, 2.0, size=n)
+
+
+# ---------------------------------------------------------------------------- check_array
+def test_check_array_keeps_sparse_csr_and_checks_values() -> None:
+    X = _sparse(30, 8, "csc")
+    out = check_array(X, "X", accept_sparse=True, keep_sparse=True)
+    assert sp.issparse(out) and out.format == "csr" and out.dtype == np.float64
+    np.testing.assert_array_equal(out.toarray(), X.toarray())
+    bad = X.tocsr(copy=True)
+    bad.data[0] = np.nan
+    with pytest.raises(DataError, match="'X' contains NaN"):
+        check_array(bad, "X", accept_sparse=True, keep_sparse=True)
+    with pytest.raises(DataError, match="at least 31"):
+        check_array(X, "X", accept_sparse=True, keep_sparse=True, min_samples=31)
+
+
+def test_centred_sparse_products_equal_dense() -> None:
+    X = _sparse(25, 12)
+    rng = np.random.default_rng(3)
+    m, w = rng.normal(size=12), rng.uniform(0.5, 2, 25)
+    M = CentredSparse(X, m, w)
+    D = (X.toarray() - m) * w[:, None]
+    x, v = rng.normal(size=12), rng.normal(size=25)
+    np.testing.assert_allclose(M @ x, D @ x, atol=1e-12)
+    np.testing.assert_allclose(M.T @ v, D.T @ v, atol=1e-12)
+    np.testing.assert_allclose(M.gram(), D.T @ D, atol=1e-12)
+    np.testing.assert_allclose(M.outer(), D @ D.T, atol=1e-12)
+    np.testing.assert_allclose(M[5:9], D[5:9], atol=1e-15)
+
+
+# ---------------------------------------------------------------------------- ridge
+@pytest.mark.parametrize("shape", [(80, 20), (20, 60)])
+@pytest.mark.parametrize("fit_intercept", [False, True])
+def test_ridge_sparse_equals_dense(shape: tuple[int, int], fit_intercept: bool) -> None:
+    n, d = shape
+    A = _sparse(n, d, "csc")
+    b, s = _data(n)
+    kw = dict(alpha=0.3, fit_intercept=fit_intercept, sample_weight=s)
+    ps, pd = Ridge(A, b, **kw), Ridge(A.toarray(), b, **kw)
+    assert sp.issparse(ps.A) and isinstance(ps.Aw, CentredSparse)
+    assert not any(isinstance(v, np.ndarray) and v.size >= n * d for v in vars(ps).values())
+    assert not any(isinstance(v, np.ndarray) and v.size >= n * d for v in vars(ps.Aw).values())
+    for strategy in RIDGE_STRATEGIES:
+        rs, rd = ps.solve(strategy), pd.solve(strategy)
+        np.testing.assert_allclose(rs.x, rd.x, atol=1e-10, err_msg=strategy)
+        assert abs(rs.objective - rd.objective) <= 1e-10 * max(1.0, abs(rd.objective))
+        assert abs(rs.extra["intercept"] - rd.extra["intercept"]) <= 1e-10
+    np.testing.assert_allclose(ps.qp().A.toarray(), pd.qp().A.toarray(), atol=1e-14)
+
+
+def test_fd_sketch_accepts_sparse_blocks() -> None:
+    from solvers.sketch.fd import FrequentDirections
+
+    X = _sparse(60, 15)
+    a = FrequentDirections(6).partial_fit(X[:30]).partial_fit(X[30:])
+    b = FrequentDirections(6).partial_fit(X[:30].toarray()).partial_fit(X[30:].toarray())
+    np.testing.assert_allclose(a.sketch_, b.sketch_, atol=1e-12)
