@@ -93,7 +93,7 @@ DEFAULT_LAD_CLUSTERS = 1000
 SPLIT_RULES = ("refine", "sign")
 SCREEN_MIN_ROWS = 50_000
 """From this many rows on, iterations skip the clusters proven pure (see :class:`_Evaluation`)."""
-FULL_FRACTION = 0.5
+FULL_FRACTION = 0.25
 """A pass evaluates every row once the unproven clusters hold more than this fraction."""
 
 
