@@ -56,6 +56,11 @@ class LAD(Problem):
     messages of the in-memory checks, naming the row chunk) and ``solve("aid")`` runs on the
     active Dask scheduler; ``objective`` and ``natural_scale`` are chunk-wise passes. The full
     solve, ``qp()``, ``pyomo_model()`` and ``write()`` need X in memory and refuse it.
+
+    A scipy.sparse X stays sparse (CSR): the primal and dual LPs are built from its sparse
+    structure (the dual's D' shares the arrays of the CSR [X, 1]). ``solve("aid")`` needs X
+    dense: it is densified when n x p float64 fits the memory budget of optmodels.guards and
+    refused otherwise (the full solve takes sparse X).
     """
 
     NAME: ClassVar[str] = "lad"
@@ -81,7 +86,7 @@ class LAD(Problem):
             self._set_dask_data(X, y, sample_weight)
         else:
             self._X = check_array(X, "X", min_features=0 if self.params["fit_intercept"] else 1,
-                                   accept_sparse=True)
+                                   accept_sparse=True, keep_sparse=True)
             self.y = check_target(y, self.n)
             self.sample_weight = check_sample_weight(sample_weight, self.n)
         self.feature_names = feature_names
@@ -104,9 +109,13 @@ class LAD(Problem):
         self.sample_weight = self._rows.s if s is None else s
 
     @property
-    def design(self) -> np.ndarray:
-        """[X, 1] with an intercept, else X."""
+    def design(self) -> Any:
+        """[X, 1] with an intercept, else X (CSR when X is sparse)."""
         self.require_in_memory("The LP's design matrix [X, 1]")
+        if sp.issparse(self._X):
+            if self.fit_intercept:
+                return sp.hstack([self._X, np.ones((self.n, 1))], format="csr")
+            return self._X
         if self.fit_intercept:
             return np.hstack([self._X, np.ones((self.n, 1))])
         return self._X
@@ -169,15 +178,17 @@ class LAD(Problem):
         D = self.design
         k = D.shape[1]
         c_plus, c_minus = self._costs()
-        # A = D' built column-wise: its CSC arrays are D's row-major entries (no conversion).
-        A = sp.csc_matrix(
-            (
-                D.ravel(),
-                np.tile(np.arange(k, dtype=np.int32), self.n),
-                np.arange(0, self.n * k + 1, k),
-            ),
-            shape=(k, self.n),
-        )
+        if sp.issparse(D):  # D' of a CSR D is a CSC matrix on the same three arrays
+            A = sp.csc_matrix((D.data, D.indices, D.indptr), shape=(k, self.n))
+        else:  # A = D' built column-wise: its CSC arrays are D's row-major entries.
+            A = sp.csc_matrix(
+                (
+                    D.ravel(),
+                    np.tile(np.arange(k, dtype=np.int32), self.n),
+                    np.arange(0, self.n * k + 1, k),
+                ),
+                shape=(k, self.n),
+            )
         return QPData(
             c=-self.y,
             A=A,

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from optmodels.strategies import register
 from solvers import options as opt
@@ -51,6 +52,27 @@ def adapter(
     return deco
 
 
+def dense_X(problem: Any, strategy: str) -> Any:
+    """The problem's X for a strategy that needs it dense: X itself unless it is sparse; a
+    sparse X made dense when the n x p float64 array fits the memory budget of
+    :mod:`optmodels.guards`, else a DataError naming the strategy that keeps X sparse."""
+    X = problem.X
+    if not sp.issparse(X):
+        return X
+    from optmodels import guards
+
+    need, budget = problem.n * problem.p * 8.0, guards.memory_budget_bytes()
+    if need > budget:
+        raise DataError(
+            f"Strategy {strategy!r} of {problem.NAME} needs X dense and this sparse X "
+            f"(n x p = {problem.n} x {problem.p}, {X.nnz} stored entries) takes "
+            f"{need / 2**20:,.2f} MB dense, above the memory budget of {budget / 2**20:,.2f} "
+            f"MB. Use strategy='full', which keeps X sparse, or raise the budget "
+            f"({guards.ENV_BUDGET} or optmodels.guards.MEMORY_BUDGET_MB)."
+        )
+    return X.toarray()
+
+
 # ---- LAD ----------------------------------------------------------------------------------------
 _LAD_FIXED = {"X", "y", "sample_weight", "fit_intercept", "quantile"}
 
@@ -58,7 +80,7 @@ _LAD_FIXED = {"X", "y", "sample_weight", "fit_intercept", "quantile"}
 @adapter("lad", "aid", aid_lad, _LAD_FIXED, opt.AID_LAD)
 def _lad_aid(problem: Any, **options: Any) -> SolveResult:
     res = aid_lad(
-        problem.X,
+        dense_X(problem, "aid"),
         problem.y,
         sample_weight=problem.sample_weight,
         fit_intercept=problem.fit_intercept,
@@ -92,7 +114,7 @@ def _svm_aid(problem: Any, **options: Any) -> SolveResult:
     _check_loss(problem, "aid", "hinge")
     kernel = None if problem.kernel == "linear" else problem.kernel_
     res = aid_svm(
-        problem.X,
+        dense_X(problem, "aid"),
         problem.y,
         C=problem.C,
         sample_weight=_svm_weights(problem),

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from optmodels.lad import LAD
 from optmodels.ridge import Ridge
 from solvers.errors import DataError
 from solvers.sparse import CentredSparse
@@ -82,3 +83,37 @@ def test_fd_sketch_accepts_sparse_blocks() -> None:
     a = FrequentDirections(6).partial_fit(X[:30]).partial_fit(X[30:])
     b = FrequentDirections(6).partial_fit(X[:30].toarray()).partial_fit(X[30:].toarray())
     np.testing.assert_allclose(a.sketch_, b.sketch_, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------- LAD
+@pytest.mark.parametrize("fit_intercept,quantile", [(True, 0.5), (False, 0.7)])
+def test_lad_sparse_lp_equals_dense(fit_intercept: bool, quantile: float) -> None:
+    X = _sparse(90, 8, "csc", seed=4)
+    y, s = _data(90, seed=5)
+    kw = dict(sample_weight=s, fit_intercept=fit_intercept, quantile=quantile)
+    ps, pd = LAD(X, y, **kw), LAD(X.toarray(), y, **kw)
+    assert sp.issparse(ps.X) and sp.issparse(ps.design)
+    for form in ("dual", "primal"):
+        qs, qd = ps.qp(form), pd.qp(form)
+        np.testing.assert_array_equal(qs.A.toarray(), qd.A.toarray())
+        ones = 90 if fit_intercept else 0  # the intercept column
+        assert qs.A.nnz == X.nnz + ones + (2 * 90 if form == "primal" else 0)
+        rs, rd = ps.solve("full", form=form), pd.solve("full", form=form)
+        assert rs.termination.name == "OPTIMAL"
+        assert abs(rs.objective - rd.objective) <= 1e-9 * rd.objective
+        np.testing.assert_allclose(rs.x, rd.x, atol=1e-7)
+    ra, rb = ps.solve("aid"), pd.solve("aid")  # densified: 90 x 8 fits the budget
+    assert abs(ra.objective - rb.objective) <= 1e-9 * rb.objective
+
+
+def test_aid_on_sparse_refused_above_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    from optmodels import guards
+
+    X = _sparse(200, 30, seed=6)
+    y, _ = _data(200)
+    monkeypatch.setattr(guards, "MEMORY_BUDGET_MB", 200 * 30 * 8 / 2**20 / 2)
+    with pytest.raises(DataError, match=r"Strategy 'aid' of lad needs X dense.*200 x 30.*"
+                                        r"strategy='full', which keeps X sparse"):
+        LAD(X, y).solve("aid")
+    monkeypatch.setattr(guards, "MEMORY_BUDGET_MB", 200 * 30 * 8 / 2**20 * 2)
+    assert LAD(X, y).solve("aid").objective > 0
