@@ -159,9 +159,10 @@ def _svm_dual_result(problem: Any, res: SolveResult) -> SolveResult:
 
 def _svm_dual_runner(routine: Callable[..., SolveResult]) -> Callable[..., SolveResult]:
     def run(problem: Any, **options: Any) -> SolveResult:
-        _check_loss(problem, routine.__name__.partition("_")[0], "hinge")
+        name = routine.__name__.partition("_")[0]
+        _check_loss(problem, name, "hinge")
         res = routine(
-            problem.X,
+            dense_X(problem, name),
             problem.y,
             C=problem.C,
             sample_weight=_svm_weights(problem),
@@ -192,7 +193,7 @@ def _svm_newton(problem: Any, **options: Any) -> SolveResult:
     if "preconditioner" in options and options["preconditioner"] is None:
         options["preconditioner"] = "none"  # the table reads the string 'none' as None
     res = sketched_newton(
-        problem.X,
+        dense_X(problem, "newton"),
         problem.y,
         C=problem.C,
         loss="squared_hinge",

@@ -53,10 +53,16 @@ KERNEL_PARAMS: dict[str, Param] = {
 
 
 def build_kernel(params: dict[str, Any], X: np.ndarray) -> Kernel:
-    """The :class:`Kernel` a problem's parameters describe (``gamma='scale'`` resolved on X)."""
+    """The :class:`Kernel` a problem's parameters describe (``gamma='scale'`` resolved on X;
+    a sparse X gives the same var(X) = mean(X^2) - mean(X)^2 without densifying)."""
+    if sp.issparse(X) and params["gamma"] == "scale":
+        var = float(X.multiply(X).mean() - X.mean() ** 2)
+        gamma: Any = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+    else:
+        gamma = params["gamma"]
     return Kernel(
         params["kernel"],
-        resolve_gamma(params["gamma"], X) if params["kernel"] != "precomputed" else 1.0,
+        resolve_gamma(gamma, X) if params["kernel"] != "precomputed" else 1.0,
         params["degree"],
         params["coef0"],
     )
@@ -105,7 +111,10 @@ class SVM(Problem):
         **params: Any,
     ) -> None:
         self._set_params(params)
-        self._X = check_array(X, "X", accept_sparse=True)
+        # A sparse X stays sparse with the linear kernel (products X w, X'v); other kernels
+        # densify it (their kernel rows need dense X).
+        self._X = check_array(X, "X", accept_sparse=True,
+                              keep_sparse=self.params["kernel"] == "linear")
         self.feature_names = feature_names
         self.y, self.classes_ = check_labels(y, self.n, warn_column=True)
         self.sample_weight = check_sample_weight(sample_weight, self.n)
@@ -128,7 +137,15 @@ class SVM(Problem):
     def gram(self, rows: np.ndarray | None = None) -> np.ndarray:
         """K[rows, :] (all rows by default)."""
         Xr = self._X if rows is None else self._X[rows]
+        if sp.issparse(self._X):  # linear kernel: the sparse product, made dense
+            return (Xr @ self._X.T).toarray()
         return self.kernel_(Xr, self._X)
+
+    def kernel_matvec(self, v: np.ndarray, block_rows: int = 2048) -> np.ndarray:
+        """K v; for a sparse X (linear kernel) X (X'v), two sparse products."""
+        if sp.issparse(self._X):
+            return np.asarray(self._X @ (self._X.T @ v))
+        return super().kernel_matvec(v, block_rows)
 
     def natural_scale(self) -> float:
         """P(0, 0) = sum_i C_i, an upper bound on the optimum that scales with C and the
@@ -230,7 +247,7 @@ class SVM(Problem):
         squared = self.loss == "squared_hinge"
         A = sp.hstack(
             [
-                sp.csr_matrix(self._X * self.y[:, None]),
+                sp.diags(self.y) @ sp.csr_matrix(self._X),
                 sp.csr_matrix(self.y[:, None]),
                 sp.identity(n, format="csr"),
             ],
@@ -350,7 +367,8 @@ class SVM(Problem):
             check_n_features(Xn, self.n, "SVM (precomputed kernel: one column per training row)")
             return Xn[:, sv] @ coef + b
         check_n_features(Xn, self.p, "SVM")
-        return self.kernel_(Xn, self._X[sv]) @ coef + b
+        Xsv = self._X[sv].toarray() if sp.issparse(self._X) else self._X[sv]
+        return self.kernel_(Xn, Xsv) @ coef + b
 
     def train_accuracy(self, result: SolveResult) -> float:
         """Share of training rows on the right side of the decision function."""

@@ -12,6 +12,7 @@ import scipy.sparse as sp
 
 from optmodels.lad import LAD
 from optmodels.ridge import Ridge
+from optmodels.svm import SVM
 from solvers.errors import DataError
 from solvers.sparse import CentredSparse
 from solvers.validation import check_array
@@ -117,3 +118,49 @@ def test_aid_on_sparse_refused_above_budget(monkeypatch: pytest.MonkeyPatch) -> 
         LAD(X, y).solve("aid")
     monkeypatch.setattr(guards, "MEMORY_BUDGET_MB", 200 * 30 * 8 / 2**20 * 2)
     assert LAD(X, y).solve("aid").objective > 0
+
+
+# ---------------------------------------------------------------------------- SVM
+def _svm_data(n: int = 70, p: int = 12) -> tuple[sp.spmatrix, np.ndarray, np.ndarray]:
+    X = _sparse(n, p, seed=7)
+    rng = np.random.default_rng(8)
+    y = np.where(X @ np.ones(p) + 0.3 * rng.normal(size=n) > 0.5, 1, -1)
+    return X, y, rng.uniform(0.5, 2.0, size=n)
+
+
+@pytest.mark.parametrize("loss,strategies", [("hinge", ["full", "aid", "smo", "block"]),
+                                             ("squared_hinge", ["full", "newton"])])
+def test_linear_svm_sparse_equals_dense(loss: str, strategies: list[str]) -> None:
+    X, y, s = _svm_data()
+    kw = dict(sample_weight=s, C=2.0, loss=loss)
+    ps, pd = SVM(X, y, **kw), SVM(X.toarray(), y, **kw)
+    assert sp.issparse(ps.X) and ps.kernel_.gamma == pytest.approx(pd.kernel_.gamma, rel=1e-12)
+    np.testing.assert_array_equal(ps.qp().A.toarray(), pd.qp().A.toarray())
+    for strategy in strategies:
+        rs, rd = ps.solve(strategy), pd.solve(strategy)
+        assert abs(rs.objective - rd.objective) <= 1e-9 * rd.objective, strategy
+        np.testing.assert_allclose(rs.x, rd.x, atol=1e-7, err_msg=strategy)
+    if loss == "hinge":
+        rs, rd = ps.solve("full", form="dual"), pd.solve("full", form="dual")
+        assert abs(rs.objective - rd.objective) <= 1e-9 * rd.objective
+        np.testing.assert_allclose(ps.decision_function(rs, X[:9]),
+                                   pd.decision_function(rd, X[:9].toarray()), atol=1e-9)
+
+
+def test_svm_smo_on_sparse_refused_above_budget(monkeypatch: pytest.MonkeyPatch) -> None:
+    from optmodels import guards
+
+    X, y, _ = _svm_data()
+    monkeypatch.setattr(guards, "MEMORY_BUDGET_MB", 1e-4)
+    for strategy in ("smo", "block", "aid"):
+        with pytest.raises(DataError, match=rf"Strategy '{strategy}' of svm needs X dense.*"
+                                            r"strategy='full', which keeps X sparse"):
+            SVM(X, y).solve(strategy)
+    assert SVM(X, y).solve("full").termination.name == "OPTIMAL"  # primal QP from sparse X
+
+
+def test_svm_rbf_densifies_sparse() -> None:
+    X, y, _ = _svm_data()
+    ps, pd = SVM(X, y, kernel="rbf"), SVM(X.toarray(), y, kernel="rbf")
+    assert isinstance(ps.X, np.ndarray)
+    assert abs(ps.solve("smo").objective - pd.solve("smo").objective) <= 1e-12
