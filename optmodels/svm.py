@@ -350,7 +350,8 @@ class SVM(Problem):
     def decision_function(self, result: SolveResult, X_new: Any) -> np.ndarray:
         """f(x) for new rows from a result of this problem (primal or dual form); with
         ``kernel="precomputed"`` X_new holds k(x_new, x_i) for the n training rows."""
-        Xn = check_array(X_new, "X_new", accept_sparse=True)
+        Xn = check_array(X_new, "X_new", accept_sparse=True,
+                         keep_sparse=self.kernel == "linear")
         if result.x is None or "b" not in result.extra or result.extra["b"] is None:
             raise DataError(
                 f"The result has no solution (termination {result.termination.value}); "

@@ -164,3 +164,52 @@ def test_svm_rbf_densifies_sparse() -> None:
     ps, pd = SVM(X, y, kernel="rbf"), SVM(X.toarray(), y, kernel="rbf")
     assert isinstance(ps.X, np.ndarray)
     assert abs(ps.solve("smo").objective - pd.solve("smo").objective) <= 1e-12
+
+
+# ---------------------------------------------------------------------------- estimators
+def _recording(monkeypatch: pytest.MonkeyPatch, est_cls: type, seen: list) -> None:
+    """Make ``est_cls`` build a problem subclass that records whether its X is sparse."""
+    base = est_cls._PROBLEM
+
+    class Recording(base):  # type: ignore[misc, valid-type]
+        def __init__(self, X, *args, **kwargs) -> None:
+            super().__init__(X, *args, **kwargs)
+            seen.append(sp.issparse(self.X))
+
+    monkeypatch.setattr(est_cls, "_PROBLEM", Recording)
+
+
+@pytest.mark.parametrize("name,params,classify", [
+    ("RidgeRegressor", {"alpha": 0.5}, False),
+    ("RidgeRegressor", {"strategy": "pcg-rfd"}, False),
+    ("LADRegressor", {"quantile": 0.6}, False),
+    ("SVMClassifier", {"kernel": "linear", "strategy": "full", "probability": True}, True),
+    ("SVMClassifier", {"kernel": "linear"}, True),
+])
+def test_estimators_pass_sparse_through(monkeypatch: pytest.MonkeyPatch, name: str,
+                                        params: dict, classify: bool) -> None:
+    import optmodels.estimators as est
+
+    cls = getattr(est, name)
+    X = _sparse(90, 10, "csc", seed=9)
+    rng = np.random.default_rng(10)
+    y = rng.integers(0, 3, 90) if classify else X @ rng.normal(size=10) + 0.1 * rng.normal(
+        size=90)
+    dense = cls(**params).fit(X.toarray(), y)
+    seen: list[bool] = []
+    _recording(monkeypatch, cls, seen)
+    fitted = cls(**params).fit(X, y)
+    assert seen and all(seen)  # every problem built held X sparse
+    out = (fitted.decision_function(X) if classify else fitted.predict(X))
+    ref = (dense.decision_function(X.toarray()) if classify else dense.predict(X.toarray()))
+    np.testing.assert_allclose(out, ref, atol=1e-8)
+
+
+def test_svm_classifier_rbf_densifies(monkeypatch: pytest.MonkeyPatch) -> None:
+    from optmodels.estimators import SVMClassifier
+
+    X, y, _ = _svm_data()
+    seen: list[bool] = []
+    _recording(monkeypatch, SVMClassifier, seen)
+    SVMClassifier(kernel="rbf").fit(X, y)
+    assert seen == [False]

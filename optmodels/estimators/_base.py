@@ -38,7 +38,8 @@ USABLE_LIMITS = (
 matching :class:`solvers.errors.SolveError` (``result.require_optimal()``)."""
 
 ACCEPT_SPARSE = ("csr", "csc")
-"""Sparse formats accepted; they are densified, as the problems work on dense arrays."""
+"""Sparse formats accepted; kept sparse where the estimator's problem keeps them
+(:meth:`OptEstimator._keeps_sparse`), densified otherwise."""
 
 
 class OptEstimator(BaseEstimator):
@@ -75,8 +76,13 @@ class OptEstimator(BaseEstimator):
             )
         return check_strategy_options(self._PROBLEM.NAME, strategy, dict(given))
 
+    def _keeps_sparse(self) -> bool:
+        """True when the problem keeps a sparse X sparse (then fit and predict pass it on)."""
+        return False
+
     def _validate_fit(self, X: Any, y: Any, sample_weight: Any, **kw: Any) -> tuple:
-        """(X dense float64, y, sample weights) with n_features_in_ / feature_names_in_ set.
+        """(X float64: dense, or CSR/CSC when :meth:`_keeps_sparse`, y, sample weights) with
+        n_features_in_ / feature_names_in_ set.
         Dask input (estimators with ``_ACCEPTS_DASK``) is returned as is, for the problem to
         check chunk by chunk; only n_features_in_ is set."""
         if self._ACCEPTS_DASK and any_dask(X, y, sample_weight):
@@ -86,17 +92,23 @@ class OptEstimator(BaseEstimator):
                 del self.feature_names_in_
             return X, y, sample_weight
         X, y = validate_data(self, X, y, accept_sparse=ACCEPT_SPARSE, dtype=np.float64, **kw)
-        if hasattr(X, "toarray"):
-            X = X.toarray()
         sw = check_sample_weight(sample_weight, X.shape[0])
-        return np.ascontiguousarray(X), y, sw
+        return self._dense_unless_kept(X), y, sw
 
     def _validate_predict(self, X: Any) -> np.ndarray:
         check_is_fitted(self)
         if self._ACCEPTS_DASK and is_dask(X):
             return self._dask_predict_input(X)
         X = validate_data(self, X, accept_sparse=ACCEPT_SPARSE, dtype=np.float64, reset=False)
-        return np.ascontiguousarray(X.toarray() if hasattr(X, "toarray") else X)
+        return self._dense_unless_kept(X)
+
+    def _dense_unless_kept(self, X: Any) -> Any:
+        """A sparse X as is when :meth:`_keeps_sparse`, else X as a C-contiguous array."""
+        if hasattr(X, "toarray"):
+            if self._keeps_sparse():
+                return X
+            X = X.toarray()
+        return np.ascontiguousarray(X)
 
     def _dask_predict_input(self, X: Any) -> Any:
         """A Dask X of n_features_in_ columns as float64 (lazy; NaN is not checked here)."""

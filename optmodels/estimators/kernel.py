@@ -29,6 +29,7 @@ from itertools import combinations
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import expit
 from sklearn.base import ClassifierMixin
@@ -181,6 +182,8 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
         order = np.lexsort((np.arange(codes.size), codes))
         self.support_ = order[in_sv[order]].astype(np.int32)
         self.support_vectors_ = X[self.support_]
+        if sp.issparse(X):  # the support rows only, dense (the decision functions' input)
+            self.support_vectors_ = self.support_vectors_.toarray()
         self.n_support_ = np.bincount(codes[self.support_], minlength=k).astype(np.int32)
         position = np.full(codes.size, -1)
         position[self.support_] = np.arange(self.support_.size)
@@ -271,7 +274,10 @@ def weighted_gamma(gamma: Any, X: np.ndarray, w: np.ndarray) -> float:
         return resolve_gamma(gamma, X)
     total = float(w.sum()) * X.shape[1]
     mean = float((w @ X).sum()) / total
-    var = float((w @ (X - mean) ** 2).sum()) / total
+    if sp.issparse(X):  # sum w (x - mean)^2 = sum w x^2 - total mean^2, without densifying
+        var = float((w @ X.multiply(X)).sum()) / total - mean * mean
+    else:
+        var = float((w @ (X - mean) ** 2).sum()) / total
     return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
 
 
@@ -367,7 +373,9 @@ class SVMClassifier(_PairClassifier):
     solved by the linear AID primal, which returns no alphas; its support_ are the rows with
     y f(x) <= 1), intercept_, coef_ (linear kernel), kernel_, probA_, probB_ (probability=True),
     n_features_in_, feature_names_in_, n_iter_ (per pair), result_ (the SolveResult; a list of
-    one per pair for more than two classes). Sparse CSR/CSC input is densified.
+    one per pair for more than two classes). Sparse CSR/CSC input stays sparse with
+    kernel='linear' (the problem keeps it; smo/block/aid densify it within the memory budget,
+    'full' never) and is densified for the other kernels.
     """
 
     _PROBLEM: ClassVar[type] = SVM
@@ -404,6 +412,9 @@ class SVMClassifier(_PairClassifier):
         self.warm_start = warm_start
         self.strategy = strategy
         self.strategy_options = strategy_options
+
+    def _keeps_sparse(self) -> bool:
+        return self.kernel == "linear"
 
     def _pair_solution(self, problem, res, X, y_pm) -> dict:
         """alpha y on the support, b, and w for the linear kernel."""

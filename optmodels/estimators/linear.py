@@ -50,10 +50,13 @@ class _LinearRegressor(RegressorMixin, OptEstimator):
         self.result_ = res
         return self
 
+    def _keeps_sparse(self) -> bool:
+        return True  # LAD and Ridge keep a sparse X sparse (see the problems)
+
     def predict(self, X: Any) -> np.ndarray:
-        """X @ coef_ + intercept_ (a lazy Dask array for a Dask X)."""
+        """X @ coef_ + intercept_ (a lazy Dask array for a Dask X; a sparse X stays sparse)."""
         X = self._validate_predict(X)
-        return X @ self.coef_ + self.intercept_
+        return X @ self.coef_ + self.intercept_  # CSR/CSC @ vector is a numpy vector
 
 
 class LADRegressor(_LinearRegressor):
@@ -69,8 +72,9 @@ class LADRegressor(_LinearRegressor):
         full, ``n_clusters`` / ``max_iter`` for aid), validated in ``fit``.
 
     Attributes: coef_, intercept_, n_features_in_, feature_names_in_ (DataFrame input),
-    n_iter_, result_ (the :class:`~solvers.result.SolveResult`). Sparse CSR/CSC input is
-    densified (the problems work on dense arrays).
+    n_iter_, result_ (the :class:`~solvers.result.SolveResult`). Sparse CSR/CSC input stays
+    sparse for ``"full"`` (the LP is built from it); ``"aid"`` densifies it within the memory
+    budget and refuses it above.
     """
 
     _PROBLEM: ClassVar[type] = LAD
@@ -115,7 +119,7 @@ class RidgeRegressor(_LinearRegressor):
         m, default min(256, d), chosen by the toolkit).
 
     Attributes: coef_, intercept_, n_features_in_, feature_names_in_, n_iter_, result_. Sparse
-    CSR/CSC input is densified.
+    CSR/CSC input stays sparse for every strategy (centring implicit).
     """
 
     _PROBLEM: ClassVar[type] = Ridge
