@@ -150,6 +150,11 @@ def _parser() -> argparse.ArgumentParser:
         help="write the solution; .npy: the array, .csv: name,value rows, .json: names and values",
     )
     s.add_argument("--verbose", action="store_true", help="print the solver's progress")
+    s.add_argument(
+        "--allow-large",
+        action="store_true",
+        help="run a full solve above the memory budget (OPTMODELS_MEMORY_BUDGET_MB)",
+    )
 
     c = sub.add_parser("compare", parents=[data_args], help="strategies side by side",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -419,7 +424,7 @@ def _solve(args: argparse.Namespace) -> int:
         options["solver"] = args.solver
     if args.verbose:
         options["verbose"] = True
-    res = problem.solve(strategy=args.strategy, **options)
+    res = problem.solve(strategy=args.strategy, allow_large=args.allow_large, **options)
     if args.solution_out and res.x is not None:
         _save_solution(args.solution_out, problem, res)
     from optmodels.compare import record

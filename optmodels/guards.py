@@ -127,9 +127,9 @@ def check_full_solve(problem: Any, options: dict[str, Any], *, allow_large: bool
             raise ValueError(
                 f"The full solve of {name} (n = {problem.n}) builds {fp.what} and needs about "
                 f"{fp.bytes / 2**20:,.1f} MB, above the memory budget of "
-                f"{budget / 2**20:,.1f} MB. Use {fp.scalable}, which scales, or lift the guard "
-                f"with solve(..., allow_large=True), {ENV_BUDGET}=<MB> or "
-                "optmodels.guards.MEMORY_BUDGET_MB = <MB>."
+                f"{budget / 2**20:,.1f} MB. Use {fp.scalable} (--strategy on the command line), "
+                "which scales, or lift the guard with solve(..., allow_large=True) "
+                f"(--allow-large), {ENV_BUDGET}=<MB> or optmodels.guards.MEMORY_BUDGET_MB = <MB>."
             )
     solver = str(out.get("solver", _default_solver(problem))).lower()
     limit = out.get("time_limit")
