@@ -144,12 +144,13 @@ def test_margin_screen_bound_is_safe():
     assert 0 < n_safe < 3 * K  # the bound proves some clusters, not all
 
 
-def test_subset_sums_equal_gathered_sums():
+@pytest.mark.parametrize("fraction", [0.1, 0.6])  # the gathered and the CSC path
+def test_subset_sums_equal_gathered_sums(fraction):
     from solvers.aid.aggregation import cluster_sums, subset_sums
 
     rng = np.random.default_rng(5)
     X, y, s = rng.normal(size=(300, 4)), rng.normal(size=300), rng.uniform(size=300)
-    rows = np.flatnonzero(rng.random(300) < 0.3)
+    rows = np.flatnonzero(rng.random(300) < fraction)
     lab = rng.integers(0, 7, size=rows.shape[0])
     got = subset_sums(X, y, s, rows, lab, 7)
     ref = cluster_sums(X[rows], y[rows], s[rows], lab, 7)

@@ -53,10 +53,14 @@ def cluster_sums(
 def subset_sums(
     X: np.ndarray, y: np.ndarray, s: np.ndarray, rows: np.ndarray, labels: np.ndarray, K: int
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """:func:`cluster_sums` of the rows ``rows`` (increasing) only, ``labels`` their clusters,
-    without copying X[rows]: M in CSC form has one entry in the columns ``rows``, none
-    elsewhere."""
+    """:func:`cluster_sums` of the rows ``rows`` (increasing) only, ``labels`` their clusters.
+
+    A small subset (under a quarter of the rows) is gathered; a large one is summed without
+    copying X[rows]: M in CSC form has one entry in the columns ``rows``, none elsewhere.
+    """
     n = X.shape[0]
+    if 4 * rows.shape[0] < n:
+        return cluster_sums(X[rows], y[rows], s[rows], labels, K)
     indptr = np.zeros(n + 1, dtype=np.int64)
     indptr[rows + 1] = 1
     np.cumsum(indptr, out=indptr)

@@ -507,8 +507,10 @@ class _Evaluation:
         ``coef``. Returns ``(old_ids, new_ids)``."""
         if self.screen is None:
             return self.data.split(agg, mixed, self.r, refine)
-        rows = np.arange(self.n) if self.rows is None else self.rows
-        rows = rows[mixed[agg.labels[rows]]]  # every row of a mixed cluster was evaluated
+        if self.rows is None:
+            rows = np.flatnonzero(mixed[agg.labels])
+        else:  # every row of a mixed cluster was evaluated by the last pass
+            rows = self.rows[mixed[agg.labels[self.rows]]]
         old_ids, new_ids = split_mixed(agg, self.data.X, self.data.y, self.data.s, mixed,
                                        self.r, refine=refine, rows=rows)
         changed = np.concatenate([old_ids, new_ids])
