@@ -52,6 +52,10 @@ class NumpyRows:
         self.A = A
         self.shape = A.shape
 
+    def block_rows(self, block_size: int) -> int:
+        """Rows per streamed block: ``block_size`` (the rows are already dense)."""
+        return block_size
+
     def vector(self, v: np.ndarray) -> np.ndarray:
         """``v`` as an n-vector beside the rows (itself in memory)."""
         return v
@@ -130,6 +134,18 @@ class SparseRows(NumpyRows):
 
         super().__init__(A if isinstance(A, CentredSparse) else CentredSparse(A))
 
+    DENSE_BLOCK_BYTES = 16 * 2**20
+    """A dense block of rows holds at most this many bytes (16 MB): at most ``block_size``
+    rows and at most 16 MB / (8 d) rows (at least one)."""
+
+    def block_rows(self, block_size: int) -> int:
+        """Rows per dense block: ``block_size`` capped at :attr:`DENSE_BLOCK_BYTES`."""
+        return max(1, min(block_size, self.DENSE_BLOCK_BYTES // (8 * self.shape[1])))
+
+    def fd_sketch(self, m: int, robust: bool, block_size: int) -> FrequentDirections:
+        """(R)FD sketch of the rows, fed dense blocks of :meth:`block_rows` rows."""
+        return super().fd_sketch(m, robust, self.block_rows(block_size))
+
     def normal_matvec(self, p: np.ndarray, block: int = 256) -> tuple[np.ndarray, np.ndarray]:
         """``(A'A p, A p)``: two sparse products."""
         Ap = self.A @ p
@@ -141,16 +157,21 @@ class SparseRows(NumpyRows):
 
     def random_sketch(self, kind: str, m: int, seed: int | None, block_size: int,
                       b: np.ndarray | None = None) -> np.ndarray:
-        """``S A`` (or ``S [A, b]``), each block of rows made dense on its own."""
+        """``S A`` (or ``S [A, b]``) with the rows kept sparse: per block of ``block_size`` rows
+        the sketch draws its m x k block ``S_j`` (the same draws as the dense stream, so the
+        same S) and ``S_j A_j`` is a sparse product."""
         from solvers.sketch.random import make_random_sketch
 
         sk = make_random_sketch(kind, m, seed=seed)
-        for start in range(0, self.shape[0], block_size):
-            block = self.A[start:start + block_size]
+        n, d = self.shape
+        SA = np.zeros((m, d + (b is not None)))
+        for start in range(0, n, block_size):
+            stop = min(start + block_size, n)
+            S = sk._block_matrix(stop - start)  # what partial_fit draws for this block
+            SA[:, :d] += self.A.sketch_rows(S, start, stop)
             if b is not None:
-                block = np.column_stack([block, b[start:start + block_size]])
-            sk.partial_fit(block)
-        return sk.sketch_
+                SA[:, d] += np.asarray(S @ b[start:stop]).ravel()
+        return SA
 
 
 def as_rows(A: Any) -> NumpyRows:

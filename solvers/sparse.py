@@ -84,6 +84,17 @@ class CentredSparse:
             G += float(m @ m) * np.outer(w, w)
         return G
 
+    def sketch_rows(self, S: Any, start: int, stop: int) -> np.ndarray:
+        """``S M[start:stop]`` (m x d dense) for a dense or sparse m x k ``S``, without making
+        the rows dense: ``(S diag(w_b)) X_b - (S w_b) m'``."""
+        wb = self._w()[start:stop]
+        Sw = S @ sp.diags(wb) if sp.issparse(S) else S * wb
+        out = Sw @ self.X[start:stop]
+        out = out.toarray() if sp.issparse(out) else np.asarray(out)
+        if self.shift is not None:
+            out -= np.outer(np.asarray(S @ wb).ravel(), self.shift)
+        return out
+
     # -- rows
     def __getitem__(self, rows: slice) -> np.ndarray:
         """Rows ``rows`` (a slice) of M as a dense block."""

@@ -213,3 +213,23 @@ def test_svm_classifier_rbf_densifies(monkeypatch: pytest.MonkeyPatch) -> None:
     _recording(monkeypatch, SVMClassifier, seen)
     SVMClassifier(kernel="rbf").fit(X, y)
     assert seen == [False]
+
+
+def test_sparse_rows_stream_bounded_dense_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from solvers.rows import SparseRows
+
+    rows = SparseRows(_sparse(50, 40))
+    assert rows.block_rows(10**6) == 16 * 2**20 // (8 * 40) and rows.block_rows(4096) == 4096
+    monkeypatch.setattr(SparseRows, "DENSE_BLOCK_BYTES", 7 * 8 * 40)  # 7 rows per block
+    assert rows.block_rows(4096) == 7 and rows.block_rows(3) == 3
+    A = _sparse(120, 30, seed=11)
+    b, s = _data(120)
+    ps = Ridge(A, b, alpha=0.2, fit_intercept=True, sample_weight=s)
+    exact = Ridge(A.toarray(), b, alpha=0.2, fit_intercept=True, sample_weight=s).closed_form()
+    res = ps.solve("pcg-rfd", m=25, max_iter=200)  # 7-row FD blocks: converges all the same
+    assert res.termination.name == "OPTIMAL"
+    np.testing.assert_allclose(res.x, exact, atol=1e-8)
+    pd = Ridge(A.toarray(), b, alpha=0.2, fit_intercept=True, sample_weight=s)
+    for strategy in ("classical-sjlt", "classical-gaussian"):  # the same S as the dense run
+        np.testing.assert_allclose(ps.solve(strategy, m=25).x, pd.solve(strategy, m=25).x,
+                                   atol=1e-10, err_msg=strategy)

@@ -125,8 +125,9 @@ def fd_preconditioner(
     rows = _rows(A)
     if dtype != "float64" and isinstance(rows, NumpyRows):
         sk = FrequentDirections(m, robust=robust, dtype=dtype)
-        for start in range(0, rows.shape[0], block_size):
-            sk.partial_fit(rows.A[start:start + block_size], check=rows is not A)
+        step = rows.block_rows(block_size)  # a sparse A: dense blocks of at most 16 MB
+        for start in range(0, rows.shape[0], step):
+            sk.partial_fit(rows.A[start:start + step], check=rows is not A)
     else:
         sk = rows.fd_sketch(m, robust, block_size)
     return SketchPreconditioner(sk.sketch_, gamma + sk.rho_), sk
