@@ -1,4 +1,4 @@
-"""The ``optmodels`` command: solve, compare, export and generate (a stable, scriptable CLI).
+"""The ``optmodels`` command: solve, fit, predict, compare, export, info, generate.
 
     optmodels solve    {lad,svm,klr,ridge} --data FILE [--strategy full] [--solver NAME]
                        [--param KEY=VALUE ...] [--json] [--solution-out FILE.{npy,csv,json}]
@@ -80,6 +80,12 @@ LAZY_PROBLEMS = ("lad", "ridge")
 """The problems ``solve`` / ``fit`` run on lazily read (Dask) data."""
 
 
+DESCRIPTION = (
+    "Training problems of machine learning as algebraic models: solve them exactly, by "
+    "decomposition or by sketching, compare the strategies, fit and predict, export models."
+)
+
+
 class _Parser(argparse.ArgumentParser):
     """An ArgumentParser whose epilog can be built when help is printed (``epilog_from``), so
     the strategy tables are loaded for ``--help`` only, never for a plain command."""
@@ -106,7 +112,7 @@ def _strategy_epilog() -> str:
 
 
 def _parser() -> argparse.ArgumentParser:
-    ap = _Parser(prog="optmodels", description=__doc__.split("\n")[0])
+    ap = _Parser(prog="optmodels", description=DESCRIPTION)
     sub = ap.add_subparsers(dest="command", required=True)
     data_args = argparse.ArgumentParser(add_help=False)
     data_args.add_argument("--target", default="y", help="target column of a CSV file (default y)")
