@@ -95,6 +95,7 @@ class Ridge(Problem):
         else:
             self.Aw = _centred_weighted(self._X, self.a_mean, sw, self.fit_intercept)
         self.bw = (self.b - self.b_mean) * sw
+        self._terms_cache: dict = {}
 
     def _set_dask_data(self, A: Any, b: Any, sample_weight: Any) -> None:
         """A, b, s as Dask arrays checked chunk by chunk; a_mean, b_mean in one pass; Aw, bw
@@ -105,7 +106,7 @@ class Ridge(Problem):
         from solvers.dask_rows import DaskRows
 
         rows = DaskRows.checked(A if is_dask(A) else da.from_array(np.asarray(A)), "A", "Ridge")
-        self._X, self._dask_cache = rows.A, {}
+        self._X, self._terms_cache = rows.A, {}
         self.b = rows.checked_vector(b, "b", against="A")
         s = None
         if sample_weight is not None:
@@ -126,48 +127,44 @@ class Ridge(Problem):
             X, bb = X * sw[:, None], bb * sw
         self.Aw, self.bw = X, bb
 
-    def _dask_terms(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
-        """``(Aw'Aw x, Aw'bw, ||Aw x - bw||^2)`` on Dask data: one pass per x (the last x and
-        Aw'bw are kept)."""
-        import dask
-
-        cache = self._dask_cache
+    def _terms(self, x: np.ndarray) -> tuple[np.ndarray, np.ndarray, float]:
+        """``(Aw'Aw x, Aw'bw, ||Aw x - bw||^2)``: one pass over the data per x, shared by the
+        objective, gradient, bound and relative gradient (the last x and Aw'bw are kept; on
+        Dask data the pass is one chunk-wise compute)."""
+        cache = self._terms_cache
         if cache.get("x") != x.tobytes():
             Ax = self.Aw @ x
             r = Ax - self.bw
-            ata_x, rr = dask.compute(self.Aw.T @ Ax, r @ r)
-            cache.update(x=x.tobytes(), ata_x=np.asarray(ata_x), rr=float(rr))
-        return cache["ata_x"], self._dask_atb(), cache["rr"]
+            if self.lazy:
+                import dask
 
-    def _dask_atb(self) -> np.ndarray:
-        """``Aw'bw`` on Dask data (one pass, kept)."""
-        if "atb" not in self._dask_cache:
-            self._dask_cache["atb"] = np.asarray((self.Aw.T @ self.bw).compute())
-        return self._dask_cache["atb"]
+                ata_x, rr = dask.compute(self.Aw.T @ Ax, r @ r)
+            else:
+                ata_x, rr = self.Aw.T @ Ax, r @ r
+            cache.update(x=x.tobytes(), ata_x=np.asarray(ata_x), rr=float(rr))
+        return cache["ata_x"], self._atb(), cache["rr"]
+
+    def _atb(self) -> np.ndarray:
+        """``Aw'bw`` (one pass, kept)."""
+        if "atb" not in self._terms_cache:
+            atb = self.Aw.T @ self.bw
+            self._terms_cache["atb"] = np.asarray(atb.compute() if self.lazy else atb)
+        return self._terms_cache["atb"]
 
     @property
     def A(self) -> np.ndarray:
         return self._X
 
     def objective(self, x: np.ndarray) -> float:
-        if self.lazy:
-            return float(0.5 * self._dask_terms(x)[2] + 0.5 * self.alpha * x @ x)
-        r = self.Aw @ x - self.bw
-        return float(0.5 * r @ r + 0.5 * self.alpha * x @ x)
+        return float(0.5 * self._terms(x)[2] + 0.5 * self.alpha * x @ x)
 
     def gradient(self, x: np.ndarray) -> np.ndarray:
-        if self.lazy:
-            ata_x, atb, _ = self._dask_terms(x)
-            return ata_x - atb + self.alpha * x
-        return self.Aw.T @ (self.Aw @ x - self.bw) + self.alpha * x
+        ata_x, atb, _ = self._terms(x)
+        return ata_x - atb + self.alpha * x
 
     def relative_gradient(self, x: np.ndarray) -> float:
         """||grad f(x)|| over the sum of the norms of its terms A'SAx, alpha x and A'S b."""
-        if self.lazy:
-            ata_x, atb, _ = self._dask_terms(x)
-        else:
-            ata_x = self.Aw.T @ (self.Aw @ x)
-            atb = self.Aw.T @ self.bw
+        ata_x, atb, _ = self._terms(x)
         grad = ata_x - atb + self.alpha * x
         scale = np.linalg.norm(ata_x) + self.alpha * np.linalg.norm(x) + np.linalg.norm(atb)
         return float(np.linalg.norm(grad) / scale) if scale > 0 else 0.0
@@ -176,9 +173,9 @@ class Ridge(Problem):
         """f(0) = 1/2 ||S^(1/2) b||^2 (1 when b is fitted exactly by 0); computed once on Dask
         data."""
         if self.lazy:
-            if "natural" not in self._dask_cache:
-                self._dask_cache["natural"] = 0.5 * float((self.bw @ self.bw).compute())
-            scale = self._dask_cache["natural"]
+            if "natural" not in self._terms_cache:
+                self._terms_cache["natural"] = 0.5 * float((self.bw @ self.bw).compute())
+            scale = self._terms_cache["natural"]
             return scale if scale > 0 else 1.0
         scale = 0.5 * float(self.bw @ self.bw)
         return scale if scale > 0 else 1.0
@@ -213,7 +210,7 @@ class Ridge(Problem):
             self.require_in_memory(f"The closed form with d > n ({self.p} > {self.n})")
         H = DaskRows(self.Aw).gram()
         H[np.diag_indices_from(H)] += self.alpha
-        return sla.cho_solve(sla.cho_factor(H, lower=True), self._dask_atb())
+        return sla.cho_solve(sla.cho_factor(H, lower=True), self._atb())
 
     def qp(self, form: str = "residual") -> QPData:
         """The residual-form QP of the module docstring (variables x then r)."""
