@@ -16,7 +16,8 @@ operation                    formula (A: n x d rows, b / y / s: n-vectors, x: a 
 ===========================  ================================================================
 
 AID's operations (weighted sums per cluster label, the objective at a point, the per-cluster
-sign test, the split) are in :class:`LadRows` (numpy) and ``solvers.dask_rows.DaskLadRows``.
+sign test, the split) are in :class:`LadRows` (numpy) and ``solvers.dask_rows.DaskLadRows``, and
+for the linear SVM in :class:`SvmRows` and ``solvers.dask_svm_rows.DaskSvmRows``.
 
 :func:`is_dask` recognises a Dask collection without importing Dask; ``solvers.dask_rows`` (the
 Dask implementation) is imported only when a Dask array arrives. On a Dask array only d-vectors,
@@ -247,3 +248,83 @@ class LadRows:
         """The named arrays, for the scaling diagnosis."""
         cols = {f"column {j} of X": self.X[:, j] for j in range(self.X.shape[1])}
         return {**cols, "y": self.y, "sample_weight": self.s}
+
+
+class SvmRows:
+    """Linear-SVM AID's row-wise operations on in-memory ``X`` (n x p, the scaled features; n x 0
+    for a kernel, whose margins come from the kernel), ``y`` in {-1, +1} and ``s`` (n,).
+
+    ``evaluate`` gives the margin values ``m_i = 1 - y_i (x_i'w + b)``, the weighted hinge
+    ``sum_i s_i max(0, m_i)`` and the per-cluster sign test of ``m`` (clusters with rows above
+    ``tol`` and below ``-tol``); ``split`` cuts the mixed clusters by the sign of ``m`` and sums
+    the new clusters again. The Dask twin is ``solvers.dask_svm_rows.DaskSvmRows``.
+    """
+
+    def __init__(self, X: np.ndarray, y: np.ndarray, s: np.ndarray) -> None:
+        self.X, self.y, self.s = X, y, s
+        self.n, self.p = X.shape
+
+    def weight_sum(self) -> float:
+        """``sum_i s_i``."""
+        return float(self.s.sum())
+
+    def weight_mean(self) -> float:
+        """``sum_i s_i / n``."""
+        return float(self.s.mean())
+
+    def column_factors(self) -> np.ndarray:
+        """The power-of-two factor of each column (``solvers.aid.scaling.column_factors``)."""
+        from solvers.aid.scaling import column_factors
+
+        return column_factors(self.X)
+
+    def scaled(self, col: np.ndarray) -> SvmRows:
+        """The rows of ``(X c, y, s)`` (X itself when every factor is 1)."""
+        from solvers.aid.scaling import scale_columns
+
+        return SvmRows(scale_columns(self.X, col), self.y, self.s)
+
+    def take(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The rows ``idx`` of X, y, s."""
+        return self.X[idx], self.y[idx], self.s[idx]
+
+    def margins(self, w: np.ndarray, b: float) -> np.ndarray:
+        """``m = 1 - y (X w + b)``."""
+        return 1.0 - self.y * (self.X @ w + b)
+
+    def initial_labels(self, K: int, score: np.ndarray | None, method: str,
+                       seed: int) -> np.ndarray:
+        """``solvers.aid.clustering.svm_clusters`` of the rows."""
+        from solvers.aid.clustering import svm_clusters
+
+        return svm_clusters(self.X, self.y, self.s, K, score=score, method=method, seed=seed)
+
+    def aggregate(self, labels: np.ndarray) -> Any:
+        """``solvers.aid.aggregation.aggregate`` of the rows (SY_k = sum s_i y_i)."""
+        from solvers.aid.aggregation import aggregate
+
+        return aggregate(self.X, self.y, self.s, labels)
+
+    def evaluate(self, w: np.ndarray, b: float, agg: Any,
+                 tol: float) -> tuple[float, np.ndarray, np.ndarray]:
+        """``(sum_i s_i max(0, m_i), mixed, m)`` at ``(w, b)``."""
+        return self.judge(self.margins(w, b), agg, tol)
+
+    def judge(self, m: np.ndarray, agg: Any, tol: float) -> tuple[float, np.ndarray, np.ndarray]:
+        """``(sum_i s_i max(0, m_i), mixed, m)`` for given margin values ``m``."""
+        from solvers.aid.aggregation import mixed_clusters
+
+        return (float(self.s @ np.maximum(m, 0.0)),
+                mixed_clusters(agg.labels, agg.n_clusters, m, tol), m)
+
+    def split(self, agg: Any, mixed: np.ndarray, m: np.ndarray,
+              refine: bool) -> tuple[np.ndarray, np.ndarray]:
+        """Split the mixed clusters by the sign of ``m`` (see ``split_mixed``)."""
+        from solvers.aid.aggregation import split_mixed
+
+        return split_mixed(agg, self.X, self.y, self.s, mixed, m, refine=refine)
+
+    def columns(self) -> dict[str, np.ndarray]:
+        """The named arrays, for the scaling diagnosis."""
+        cols = {f"column {j} of X": self.X[:, j] for j in range(self.p)}
+        return {**cols, "sample_weight": self.s}

@@ -43,10 +43,10 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.aid.aggregation import aggregate, mixed_clusters, split_mixed
+from solvers.aid.aggregation import aggregate
 from solvers.aid.certificate import pure_verdict, subproblem_failure
 from solvers.aid.clustering import SVM_METHODS, subsample, svm_clusters
-from solvers.aid.scaling import column_factors, pow2_factor, scale_columns, worst_scaled
+from solvers.aid.scaling import pow2_factor, worst_scaled
 from solvers.aid.svm_qp import (
     SUBSOLVERS,
     QpOutcome,
@@ -56,6 +56,7 @@ from solvers.aid.svm_qp import (
     linear_svm_primal,
     project_equalities,
 )
+from solvers.errors import DataError
 from solvers.kernels import Kernel
 from solvers.result import (
     SolutionStatus,
@@ -63,6 +64,7 @@ from solvers.result import (
     TerminationCondition,
     certify,
 )
+from solvers.rows import SvmRows, any_dask
 from solvers.validation import (
     check_array,
     check_choice,
@@ -101,8 +103,12 @@ def aid_svm(
 
     Parameters
     ----------
-    X : (n, p) array
-        Features x_i (for ``Kernel("precomputed")``: the n x n kernel matrix).
+    X : (n, p) array or a row-chunked dask.array.Array
+        Features x_i (for ``Kernel("precomputed")``: the n x n kernel matrix). With a Dask X
+        (or y, weights; linear SVM only) the cluster sums, the objective and the sign test are
+        chunk-wise passes on the active Dask scheduler and only the aggregated QP is solved
+        here, with the same iterates and certificate (see :mod:`solvers.dask_svm_rows`);
+        ``extra["labels"]`` is then a Dask array over the rows of positive weight.
     y : (n,) array of -1 / +1
         Labels y_i.
     C : float
@@ -148,14 +154,19 @@ def aid_svm(
             f"'kernel' must be None (linear) or a solvers.kernels.Kernel; got {kernel!r}."
         )
     f = "aid_svm"
-    X = check_array(X, "X")
-    n = X.shape[0]
-    if kernel is not None and kernel.name == "precomputed" and X.shape != (n, n):
-        raise ValueError(
-            f"With Kernel('precomputed') 'X' must be the n x n kernel matrix; got {X.shape}."
-        )
-    y = check_labels(y, n, signs=True)[0]
-    s = check_sample_weight(sample_weight, n)
+    rows: SvmRows | None = None
+    if any_dask(X, y, sample_weight, init):
+        rows = _dask_rows(X, y, sample_weight, kernel)
+        n = rows.n
+    else:
+        X = check_array(X, "X")
+        n = X.shape[0]
+        if kernel is not None and kernel.name == "precomputed" and X.shape != (n, n):
+            raise ValueError(
+                f"With Kernel('precomputed') 'X' must be the n x n kernel matrix; got {X.shape}."
+            )
+        y = check_labels(y, n, signs=True)[0]
+        s = check_sample_weight(sample_weight, n)
     C = check_positive(C, "C", f)
     K0 = check_n_clusters(n_clusters, n, f)
     gap_tol = check_nonnegative(gap_tol, "gap_tol", f)
@@ -168,56 +179,83 @@ def aid_svm(
         init = check_choice(init, "init", f, ("auto",) + SVM_METHODS)
         if init == "auto":
             init = "band" if kernel is None else "kmeans"
+    elif rows is not None:
+        init = rows.pure_labels(init)
     else:
         init = _check_init(init, y)
 
     keep = None
-    if np.any(s == 0):
-        keep = np.flatnonzero(s > 0)
-        if kernel is not None and kernel.name == "precomputed":
-            X = X[np.ix_(keep, keep)]
-        else:
-            X = X[keep]
-        y, s = y[keep], s[keep]
-        y = check_labels(y, keep.shape[0], signs=True)[0]
-    sigma = max(float(pow2_factor(C * float(s.mean()))[0]), 1.0)  # small boxes only
+    if rows is None:
+        keep, X, y, s = _drop_zero_weights(X, y, s, kernel)
+        rows = SvmRows(X if kernel is None else np.zeros((y.shape[0], 0)), y, s)
+    sigma = max(float(pow2_factor(C * rows.weight_mean())[0]), 1.0)  # small boxes only
     if kernel is not None:
-        model: _LinearModel | _KernelModel = _KernelModel(X, s, kernel, sigma)
+        model: _LinearModel | _KernelModel = _KernelModel(X, rows, kernel, sigma)
     else:
-        model = _LinearModel(X, subsolver, sigma)
+        model = _LinearModel(rows, subsolver, sigma)
     if isinstance(init, str):
-        score = None if init == "kmeans" else model.subsample_score(y, s, C, seed)
-        labels0 = svm_clusters(model.X, y, s, K0, score=score, method=init, seed=seed)
+        labels0 = model.initial_labels(K0, init, C, seed)
     else:
         labels0 = init if keep is None else init[keep]
-    agg = aggregate(model.features(), y, s, labels0)
-    scale = C * float(s.sum())
-    st = _run(model, y, s, agg, C, gap_tol, max_iter, time_limit, split == "refine",
+    agg = model.rows.aggregate(labels0)
+    scale = C * rows.weight_sum()
+    st = _run(model, agg, C, gap_tol, max_iter, time_limit, split == "refine",
               zero_tol, verbose, t0, scale)
     return _result(st, agg, keep, n, kernel, subsolver, t0, scale, model)
 
 
+def _dask_rows(X: Any, y: Any, sample_weight: Any, kernel: Kernel | None) -> SvmRows:
+    """The checked rows of a Dask X / y / weights (linear kernel only; weight-0 rows dropped)."""
+    if kernel is not None:
+        raise DataError(
+            f"aid_svm with kernel={kernel.name!r} needs X in memory (the aggregated kernel dual "
+            "uses the n x n kernel matrix) and X is a Dask array; use kernel=None (the linear "
+            "SVM, which runs chunk by chunk), or pass X.compute() if it fits in memory."
+        )
+    from solvers.dask_svm_rows import DaskSvmRows
+
+    return DaskSvmRows.checked(X, y, sample_weight)
+
+
+def _drop_zero_weights(X, y, s, kernel):
+    """``(kept rows or None, X, y, s)`` without the rows of weight 0 (in memory)."""
+    if not np.any(s == 0):
+        return None, X, y, s
+    keep = np.flatnonzero(s > 0)
+    if kernel is not None and kernel.name == "precomputed":
+        X = X[np.ix_(keep, keep)]
+    else:
+        X = X[keep]
+    y = check_labels(y[keep], keep.shape[0], signs=True)[0]
+    return keep, X, y, s[keep]
+
+
 class _LinearModel:
     """Linear kernel: aggregated primal in (w', b) on the scaled columns X' = X c (w = c w')
-    with the objective times sigma (Hessian sigma c^2, costs sigma C W_k)."""
+    with the objective times sigma (Hessian sigma c^2, costs sigma C W_k). ``rows`` holds
+    (X', y, s) in memory (:class:`solvers.rows.SvmRows`) or on Dask (its twin)."""
 
-    def __init__(self, X: np.ndarray, subsolver: str, sigma: float) -> None:
-        self.col = column_factors(X)
-        self.X = scale_columns(X, self.col)
+    def __init__(self, rows: SvmRows, subsolver: str, sigma: float) -> None:
+        self.col = rows.column_factors()
+        self.rows = rows.scaled(self.col)
         self.subsolver = subsolver
         self.sigma = sigma
         self.hess = sigma * self.col**2
 
-    def features(self) -> np.ndarray:
-        return self.X
+    def initial_labels(self, K0: int, method: str, C: float, seed: int) -> Any:
+        """``svm_clusters`` of X' ("band" and "quantile" score by a subsample fit)."""
+        score = None if method == "kmeans" else self.subsample_score(C, seed)
+        return self.rows.initial_labels(K0, score, method, seed)
 
-    def subsample_score(self, y, s, C, seed) -> np.ndarray:
-        idx = subsample(self.X.shape[0], SVM_SUBSAMPLE, np.random.default_rng(seed))
-        out = linear_svm_primal(self.X[idx], y[idx], s[idx], self.sigma * C, hess=self.hess,
+    def subsample_score(self, C: float, seed: int) -> Any:
+        """The margin values 1 - y_i (x'_i w' + b) of a fit on a subsample of the rows."""
+        idx = subsample(self.rows.n, SVM_SUBSAMPLE, np.random.default_rng(seed))
+        Xs, ys, ss = self.rows.take(idx)
+        out = linear_svm_primal(Xs, ys, ss, self.sigma * C, hess=self.hess,
                                 subsolver="clarabel", tol=1e-8)
-        if out.w is None:  # only the initial clustering suffers: score every row alike
-            return np.ones(self.X.shape[0])
-        return 1.0 - y * (self.X @ out.w + out.b)
+        if out.w is None:  # only the initial clustering suffers: score every row alike (1)
+            return self.rows.margins(np.zeros(self.rows.p), 0.0)
+        return self.rows.margins(out.w, out.b)
 
     def solve(self, agg, yk, C, time_limit) -> tuple[QpOutcome, Any, float, float]:
         """The outcome, the solution ``(w, b, w')``, 1/2 ||w||^2 and the dual bound F^t."""
@@ -251,24 +289,29 @@ class _LinearModel:
         u = ((a * yk) @ Xbar[:, ~J]) / self.col[~J]
         return float(a.sum() - 0.5 * u @ u)
 
-    def margins(self, sol, y) -> np.ndarray:
+    def evaluate(self, sol, agg, tol) -> tuple[float, np.ndarray, Any]:
+        """``(sum_i s_i max(0, m_i), mixed, state)`` at the solution (see ``SvmRows``)."""
         _, b, w_scaled = sol
-        return 1.0 - y * (self.X @ w_scaled + b)
+        return self.rows.evaluate(w_scaled, b, agg, tol)
 
 
 class _KernelModel:
     """Any kernel: aggregated dual on Kbar = D^-1 M K M' D^-1 (M[k, i] = s_i for i in C_k),
     solved for alpha' = sigma alpha (Hessian Qbar / sigma, box sigma C W_k)."""
 
-    def __init__(self, X: np.ndarray, s: np.ndarray, kernel: Kernel, sigma: float) -> None:
+    def __init__(self, X: np.ndarray, rows: SvmRows, kernel: Kernel, sigma: float) -> None:
         self.X = X
         self.kernel = kernel
         self.Kmat = kernel(X, X)
-        self.s = s
+        self.rows = rows  # no columns: the aggregated points live in feature space
+        self.s = rows.s
         self.sigma = sigma
 
-    def features(self) -> np.ndarray:
-        return np.zeros((self.X.shape[0], 0))  # aggregated points live in feature space
+    def initial_labels(self, K0: int, method: str, C: float, seed: int) -> np.ndarray:
+        """``svm_clusters`` of the rows of X (k-means in input space by default)."""
+        y, s = self.rows.y, self.rows.s
+        score = None if method == "kmeans" else self.subsample_score(y, s, C, seed)
+        return svm_clusters(self.X, y, s, K0, score=score, method=method, seed=seed)
 
     def _dual(self, Q, yk, W, C, **kw) -> tuple[QpOutcome, np.ndarray | None]:
         """Solve the scaled dual; return the outcome and the feasible alpha of the data."""
@@ -309,9 +352,10 @@ class _KernelModel:
         alpha_rows = alpha[agg.labels] * self.s / agg.W[agg.labels]
         return out, (alpha, b, alpha_rows), half_sq, float(alpha.sum()) - half_sq
 
-    def margins(self, sol, y) -> np.ndarray:
+    def evaluate(self, sol, agg, tol) -> tuple[float, np.ndarray, np.ndarray]:
+        """``(sum_i s_i max(0, m_i), mixed, m)`` with m_i = 1 - y_i (f(x_i) + b)."""
         G, ay, b = self._last
-        return 1.0 - y * (G.T @ ay + b)
+        return self.rows.judge(1.0 - self.rows.y * (G.T @ ay + b), agg, tol)
 
 
 def _check_init(init: object, y: np.ndarray) -> np.ndarray:
@@ -334,10 +378,11 @@ def _check_init(init: object, y: np.ndarray) -> np.ndarray:
     return lab
 
 
-def _run(model, y, s, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbose, t0, scale):
+def _run(model, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbose, t0, scale):
+    """The AID loop; the rows (``model.rows``: in memory or on Dask) are touched only by
+    ``evaluate`` (objective and sign test, one pass) and ``split``."""
     st: dict[str, Any] = dict(history=[], E_best=np.inf, F=-np.inf, best=None, raw="",
                               termination=TerminationCondition.ITERATION_LIMIT)
-    feats = model.features()
     for it in range(1, max_iter + 1):
         remaining = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if remaining is not None and remaining <= 0:
@@ -352,15 +397,14 @@ def _run(model, y, s, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbos
             st["termination"] = subproblem_failure(out.termination)
             st["raw"] = f"aggregated QP of iteration {it}: {out.raw}"
             if st["termination"] is TerminationCondition.NUMERICAL_ERROR:
-                st["raw"] += "; " + _diagnosis(model, C, s)
+                st["raw"] += "; " + _diagnosis(model, C)
             break
-        m = model.margins(sol, y)
-        E = half_sq + C * float(s @ np.maximum(m, 0.0))
+        hinge, mixed, state = model.evaluate(sol, agg, tol)
+        E = half_sq + C * hinge
         st["F"] = max(st["F"], F)  # every F^t is a valid bound, so is their maximum
         if E < st["E_best"]:
             st["E_best"], st["best"] = E, sol
         gap = max((st["E_best"] - st["F"]) / scale, 0.0)
-        mixed = mixed_clusters(agg.labels, agg.n_clusters, m, tol)
         n_mixed = int(mixed.sum())
         st["history"].append(dict(iteration=it, clusters=agg.n_clusters, F=F, E=E,
                                   E_best=st["E_best"], gap=gap, mixed=n_mixed, qp_time=t_qp,
@@ -371,7 +415,7 @@ def _run(model, y, s, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbos
                   f"t {time.perf_counter() - t0:.2f}s")
         if n_mixed == 0:
             st["termination"], msg = pure_verdict(st["E_best"], st["F"], scale, it, "QP",
-                                                  lambda: _diagnosis(model, C, s))
+                                                  lambda: _diagnosis(model, C))
             st["raw"] = msg or st["raw"]
             break
         if gap <= gap_tol:
@@ -379,12 +423,12 @@ def _run(model, y, s, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbos
             break
         if it == max_iter:
             break
-        split_mixed(agg, feats, y, s, mixed, m, refine=refine)
+        model.rows.split(agg, mixed, state, refine)
     st["iterations"] = len(st["history"])
     return st
 
 
-def _diagnosis(model, C: float, s: np.ndarray) -> str:
+def _diagnosis(model, C: float) -> str:
     """Name what is badly scaled: a rescaled column of X, C * mean(s), or a wide range."""
     parts = []
     if isinstance(model, _LinearModel) and np.any(model.col != 1.0):
@@ -392,10 +436,9 @@ def _diagnosis(model, C: float, s: np.ndarray) -> str:
         parts.append(f"column {j} of X has magnitude 2^{-int(np.log2(model.col[j]))}, far "
                      "from 1 (the dual bound must resolve w_j on that scale); rescale it")
     if model.sigma != 1.0:
-        parts.append(f"C * mean(sample_weight) = {C * float(s.mean()):.1e} is far from 1")
-    X = model.X if isinstance(model, _LinearModel) else np.zeros((s.shape[0], 0))
-    cols = {f"column {j} of X": X[:, j] for j in range(X.shape[1])}
-    parts.append(worst_scaled({**cols, "sample_weight": s}))
+        parts.append(f"C * mean(sample_weight) = {C * model.rows.weight_mean():.1e} is far "
+                     "from 1")
+    parts.append(worst_scaled(model.rows.columns()))
     return "; ".join(part for part in parts if part) or (
         "nothing is badly scaled after equilibration; try the other subsolver or the full solve")
 
