@@ -47,7 +47,7 @@ from optmodels.validation import Param
 from solvers.backend import get_backend
 from solvers.errors import DataError, ExportError
 from solvers.result import CERTIFICATE_TOL, SolutionStatus, SolveResult, TerminationCondition
-from solvers.smo.certificate import klr_best_intercept, klr_primal, klr_scale
+from solvers.smo.certificate import klr_best_intercept, klr_loss, klr_primal, klr_scale
 from solvers.validation import check_array, check_labels, check_sample_weight
 
 
@@ -105,6 +105,12 @@ class KLR(Problem):
     def gram(self) -> np.ndarray:
         return self.kernel_(self._X, self._X)
 
+    def kernel_matvec(self, v: np.ndarray, block_rows: int = 2048) -> np.ndarray:
+        """K v; for the linear kernel X (X'v), O(n p) (dense or sparse X), else in row blocks."""
+        if self.kernel == "linear":
+            return np.asarray(self._X @ (self._X.T @ v)).ravel()
+        return super().kernel_matvec(v, block_rows)
+
     def objective(self, alpha: np.ndarray) -> float:
         """f(alpha) of the module docstring (G(0) = G(1) = 0 by continuity)."""
         v = alpha * self.y
@@ -136,6 +142,19 @@ class KLR(Problem):
         """P(w(alpha), b) = 1/2 alpha'Q alpha + sum_i loss_i((Q alpha)_i + y_i b)."""
         qa = self.y * self.kernel_matvec(alpha * self.y)
         return klr_primal(alpha, qa, self.y, self.lam, self.Ci, self.lower, self.upper, b)
+
+    def linear_primal_objective(self, w: np.ndarray, b: float) -> float:
+        """P(w, b) of the module docstring for the linear kernel (phi(x) = x, w explicit). By
+        weak duality -P(w, b) <= min f for every (w, b): a lower bound that needs no alpha."""
+        if self.kernel != "linear":
+            raise ValueError(
+                f"linear_primal_objective needs kernel='linear' (w in the space of X's "
+                f"columns); this problem has kernel={self.kernel!r}. Use primal_objective("
+                "alpha, b), which takes w = w(alpha)."
+            )
+        t = self.y * np.asarray(self._X @ w + b).ravel()
+        loss = klr_loss(t, self.lam, self.Ci, self.lower, self.upper)
+        return float(0.5 * w @ w + loss.sum())
 
     def lower_bound(self, alpha: np.ndarray) -> tuple[float, float]:
         """(-min_b P(w(alpha), b), the minimising b): a proven lower bound on min f for any

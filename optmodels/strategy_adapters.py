@@ -15,6 +15,7 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import expit
 
 from optmodels.strategies import register
 from solvers import options as opt
@@ -246,6 +247,9 @@ def reevaluate(problem: Any, res: SolveResult) -> SolveResult:
         alpha = res.x if res.x.shape[0] == problem.n else res.x[problem.kept_]
         res.objective = problem.objective(alpha)
         res.bound = problem.lower_bound(alpha)[0]
+        if res.extra.get("primal_intercept") is not None:  # newton: -P(w, b) also bounds min f
+            w, b_primal = res.extra["w"], float(res.extra["primal_intercept"])
+            res.bound = max(res.bound, -problem.linear_primal_objective(w, b_primal))
         res.extra["train_accuracy"] = problem.train_accuracy(alpha, float(res.extra["b"]))
     elif name == "lad":
         res.objective = problem.objective(res.x, res.extra.get("intercept", 0.0))
@@ -277,6 +281,73 @@ def _klr_runner(routine: Callable[..., SolveResult]) -> Callable[..., SolveResul
 
 adapter("klr", "smo", smo_klr, _KLR_FIXED, opt.SMO_KLR)(_klr_runner(smo_klr))
 adapter("klr", "block", block_klr, _KLR_FIXED, opt.BLOCK_KLR)(_klr_runner(block_klr))
+
+
+def _check_klr_newton(problem: Any) -> None:
+    """Strategy 'newton' of klr solves plain KLR's primal on explicit features only."""
+    if problem.kernel != "linear":
+        raise DataError(
+            f"Strategy 'newton' of klr solves the primal in (w, b) on explicit features, so it "
+            f"needs kernel='linear'; this problem has kernel={problem.kernel!r}. Use strategy "
+            "'smo', 'block' or 'full' for that kernel, or map X to explicit features first "
+            "(e.g. sklearn.kernel_approximation.RBFSampler or Nystroem) and build "
+            "KLR(features, y, kernel='linear')."
+        )
+    for name, plain in (("lam", 0.0), ("bound_tol", None)):
+        value = getattr(problem, name)
+        if value != plain:
+            raise DataError(
+                f"Strategy 'newton' of klr solves plain KLR (lam=0, bound_tol=None); this "
+                f"problem has {name}={value!r} (sparse KLR, whose loss has a margin shift and "
+                "linear tails). Use strategy 'smo', 'block' or 'full' for S-KLR, or build the "
+                f"KLR with {name}={plain!r}."
+            )
+
+
+@adapter("klr", "newton", sketched_newton, _NEWTON_FIXED, opt.NEWTON_KLR)
+def _klr_newton(problem: Any, **options: Any) -> SolveResult:
+    """Sketch-preconditioned Newton-CG on plain KLR's primal with the linear kernel,
+    P(w, b) = 1/2 ||w||^2 + sum_i C_i log(1 + exp(-t_i)), t_i = y_i (x_i'w + b), b free (exact
+    1-D minimisation per step). The dual point is the best response of the entropy term,
+    alpha_i = C_i sigma(-t_i) (the maximiser in loss_i(t) = max_a [-a t - C_i G(a / C_i)]),
+    made feasible (problem.feasible_alpha); ``x`` = alpha and ``objective`` = f(alpha).
+    ``bound`` is the larger of two proven lower bounds on min f from the problem's duality
+    inequality P(w, b) + f(alpha) >= 0: problem.lower_bound(alpha) = -min_b P(w(alpha), b)
+    (the bound of every KLR strategy) and -P(w, b) at Newton's own point
+    (problem.linear_primal_objective). The second is the tight one on ill-conditioned data:
+    f(alpha) + P(w, b) = 1/2 ||grad_w P||^2 when y'alpha = 0, while P(w(alpha), .) is off by
+    about 1/2 g'Hg (H the primal Hessian). The problem's certificate then decides OPTIMAL.
+    ``extra``: ``w``, ``primal_intercept`` (Newton's b), ``primal_objective`` P(w, b),
+    ``bound_source``; ``b`` is the certificate's minimiser for w(alpha), as for smo/block."""
+    _check_klr_newton(problem)
+    if "preconditioner" in options and options["preconditioner"] is None:
+        options["preconditioner"] = "none"  # the table reads the string 'none' as None
+    X = dense_X(problem, "newton")
+    res = sketched_newton(
+        X,
+        problem.y,
+        C=problem.C,
+        loss="logistic",
+        sample_weight=problem.sample_weight,
+        fit_intercept=True,
+        penalize_intercept=False,
+        **options,
+    )
+    if res.x is None:
+        return res
+    w, b_newton = res.x, float(res.extra["intercept"])
+    decision = X @ w + b_newton
+    alpha = problem.feasible_alpha(problem.Ci * expit(-problem.y * decision))
+    res.x, res.objective = alpha, problem.objective(alpha)
+    dual_bound, b = problem.lower_bound(alpha)
+    primal = problem.linear_primal_objective(w, b_newton)
+    res.bound = max(dual_bound, -primal)
+    res.extra.update(b=b, intercept=b, primal_intercept=b_newton, w=w, primal_objective=primal,
+                     bound_source="lower_bound(alpha)" if dual_bound >= -primal else "-P(w, b)",
+                     form="dual", decision_train=decision)
+    _klr_result(problem, res)
+    res.extra["objective_source"] = "toolkit"  # f and its bound from the problem, not Newton
+    return res
 
 
 # ---- Ridge --------------------------------------------------------------------------------------

@@ -370,47 +370,334 @@ def select_by_mass(y: da.Array, w: da.Array, target: float, bins: int = 4096) ->
         lo, hi = float(edges[i]), float(edges[i + 1])
 
 
+# -- AID-LAD's preparation as fused passes: each is one task per chunk returning small arrays
+def _stats(x, y, s, width: int) -> dict:
+    """One chunk: the flags of x, y, s; whether s has negative / zero entries; and over the
+    rows of positive weight: their number, min/max/sum of s, sum s|y|, the range of y and of
+    each column of x (what the check, the scaling and the selection of the quantile need)."""
+    flags = np.stack([_flags(x, width), _flags(y, -1), _flags(s, -1)])
+    if flags[:, :3].any():
+        return dict(flags=flags)
+    x, y, s = np.asarray(x), np.asarray(y), np.asarray(s)
+    keep = s > 0
+    out = dict(flags=flags, neg=bool((s < 0).any()), zero=bool((s == 0).any()),
+               kept=int(keep.sum()))
+    if not keep.all():
+        x, y, s = x[keep], y[keep], s[keep]
+    if not s.size:
+        return out
+    out.update(smin=float(s.min()), smax=float(s.max()), ssum=float(s.sum()),
+               sy=float(s @ np.abs(y)), ymin=float(y.min()), ymax=float(y.max()),
+               yabs=float(np.abs(y).max()), cmax=x.max(axis=0), cmin=x.min(axis=0))
+    return out
+
+
+def _merge_stats(parts: list[dict], p: int) -> dict:
+    """The statistics of the kept rows of all chunks from the per-chunk ones of :func:`_stats`
+    (minima and maxima combined, sums added in chunk order)."""
+    full = [q for q in parts if "smin" in q]
+    inf = np.inf
+    return dict(kept=np.array([q.get("kept", 0) for q in parts], dtype=np.int64),
+                neg=any(q.get("neg", False) for q in parts),
+                zero=any(q.get("zero", False) for q in parts),
+                smin=min((q["smin"] for q in full), default=inf),
+                smax=max((q["smax"] for q in full), default=-inf),
+                ssum=float(sum(q["ssum"] for q in full)), sy=float(sum(q["sy"] for q in full)),
+                ymin=min((q["ymin"] for q in full), default=inf),
+                ymax=max((q["ymax"] for q in full), default=-inf),
+                yabs=max((q["yabs"] for q in full), default=0.0),
+                cmax=np.max([q["cmax"] for q in full], axis=0) if full else np.zeros(p),
+                cmin=np.min([q["cmin"] for q in full], axis=0) if full else np.zeros(p))
+
+
+def _keep_rows(a: np.ndarray, s: np.ndarray) -> np.ndarray:
+    return np.asarray(a)[np.asarray(s) > 0]
+
+
+def _gather(x, y, s, local: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The rows ``local`` (positions in this chunk) of x, y, s."""
+    return np.asarray(x)[local], np.asarray(y)[local], np.asarray(s)[local]
+
+
+def _hist_pass(x, y, s, local, lo: float, hi: float, bins: int, unit: bool,
+               loss0: float | None) -> dict:
+    """One chunk: the histogram of :func:`_hist` on [lo, hi] (None: none), the rows ``local``
+    and, when ``loss0`` holds the quantile, ``check_loss(y, s)`` (the loss of the fit 0)."""
+    from solvers.aid.lad import check_loss
+
+    y = np.asarray(y)
+    out: dict = dict(rows=_gather(x, y, s, local) if local is not None else None)
+    if bins:
+        out["hist"] = _hist(y, np.ones(y.shape[0]) if unit else np.asarray(s), lo, hi, bins)
+    if loss0 is not None:
+        out["loss0"] = check_loss(y, np.asarray(s), loss0)
+    return out
+
+
+def _bracket(x, y, s, local, a: float, b: float, last: bool, unit: bool) -> dict:
+    """One chunk: the rows with ``a <= y < b`` (``<= b`` when ``last``) as [y, w, s] (w the
+    selection weight: 1 or s), and for the rows below / above: sum s, sum s (a - y) and
+    sum s (y - b) (the check loss at any m in [a, b] follows without a cancellation)."""
+    y, s = np.asarray(y), np.asarray(s)
+    inb = (y >= a) & ((y <= b) if last else (y < b))
+    low = y < a
+    high = ~(inb | low)
+    w = np.ones(int(inb.sum())) if unit else s[inb]
+    return dict(rows=np.column_stack([y[inb], w, s[inb]]),
+                Wb=float(s[low].sum()), Lb=float(s[low] @ (a - y[low])),
+                Wa=float(s[high].sum()), La=float(s[high] @ (y[high] - b)))
+
+
+def _initial_codes(x, y, s, beta, b: float, edges: np.ndarray, centre, halve: bool,
+                   shift: np.ndarray | None) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One chunk of ``lad_clusters``'s labels before compaction: the bin ``l`` of each
+    residual (``searchsorted(edges, r)``), renumbered by ``shift`` (the compaction of the bins,
+    when known; else the identity), then ``2 l + (x_j > centre_j)``, j = l mod p (``halve``).
+    Returns (codes, presence count of each bin, [rows, W, SX, SY] per code)."""
+    r = _resid(x, y, beta, b)
+    lab = np.searchsorted(edges, r, side="left").astype(np.int64)
+    nb = edges.shape[0] + 1
+    present = np.bincount(lab, minlength=nb)
+    if shift is not None:
+        lab = shift[lab]
+    size = nb
+    if halve:
+        lab = _high(x, lab, centre)
+        size = 2 * nb
+    return lab, present, _label_sums(x, y, s, lab, size)
+
+
+def _label_range(lab: np.ndarray) -> np.ndarray:
+    lab = np.asarray(lab)
+    return np.array([lab.min(), lab.max()] if lab.size else [0, -1], dtype=np.int64)
+
+
+def _label_sums(x, y, s, lab, size: int) -> np.ndarray:
+    """[rows, W, SX, SY] per label of one chunk (labels in [0, size))."""
+    from solvers.aid.aggregation import cluster_sums
+
+    W, SX, SY = cluster_sums(x, y, s, lab, size)
+    return np.column_stack([np.bincount(lab, minlength=size), W, SX, SY])
+
+
+def _chunk_offsets(rows: tuple) -> np.ndarray:
+    return np.concatenate([[0], np.cumsum(rows)]).astype(np.int64)
+
+
+def _local(idx: np.ndarray, offsets: np.ndarray) -> list[np.ndarray]:
+    """Per chunk the positions (in the chunk) of the sorted global rows ``idx``."""
+    cut = np.searchsorted(idx, offsets)
+    return [idx[cut[j]:cut[j + 1]] - offsets[j] for j in range(offsets.shape[0] - 1)]
+
+
 class DaskLadRows:
     """AID-LAD's row operations (those of ``solvers.rows.LadRows``) on Dask arrays, plus the
     preparation AID does on the rows (natural scale, equilibration, initial clustering, the
-    first aggregation), each as chunk-wise passes mirroring the in-memory code."""
+    first aggregation), as chunk-wise passes that give the in-memory numbers.
 
-    def __init__(self, X: da.Array, y: da.Array, s: da.Array) -> None:
+    Each pass is one graph, one task per chunk that returns small arrays: the check and the
+    statistics of the scaling (one pass, done once per set of arrays: ``checked`` keeps the
+    last few by their Dask names); the histogram of y and the subsample rows (one pass); the
+    rows around the quantile and the pieces of the natural scale (one pass); the initial
+    labels with their cluster sums (one pass, two when a bin is empty). Per AID iteration:
+    ``evaluate`` (one pass, which also applies the previous split to the labels and keeps
+    them beside the chunks) and ``split`` (one pass for the pieces and their sums).
+    """
+
+    _CACHE: dict = {}
+    _CACHE_SIZE = 4
+
+    def __init__(self, X: da.Array, y: da.Array, s: da.Array, stats: dict | None = None,
+                 factors: tuple[float, float] = (1.0, 1.0)) -> None:
         self.X, self.y, self.s = X, y, s
         self.n, self.p = X.shape
         self._blocks = list(zip(blocks(X), blocks(y), blocks(s), strict=True))
+        self.stats = stats
+        self._factors = factors  # (t, w): the scaling of y and s relative to ``stats``
+        self._natural: dict = {}
 
     # -- checks
     @classmethod
     def checked(cls, X: Any, y: Any, sample_weight: Any, fit_intercept: bool) -> DaskLadRows:
-        """Check X, y and the weights chunk by chunk (one pass); drop rows of weight 0."""
+        """Check X, y and the weights chunk by chunk (one pass, which also gathers the
+        statistics of the preparation); drop rows of weight 0. The same arrays (by their Dask
+        names) are checked once: the last few checked sets are kept."""
         X = as_dask_matrix(X, "X", min_features=0 if fit_intercept else 1)
         rows = X.chunks[0]
         y = aligned_vector(y, rows, "y", "X")
         s = (da.ones(X.shape[0], chunks=(rows,)) if sample_weight is None
              else aligned_vector(sample_weight, rows, "sample_weight", "X"))
-        fx, fy, fs, neg, pos, zero = dask.compute(
-            [dask.delayed(_flags)(b, X.shape[1]) for b in blocks(X)],
-            [dask.delayed(_flags)(b, -1) for b in blocks(y)],
-            [dask.delayed(_flags)(b, -1) for b in blocks(s)],
-            (s < 0).any(), (s > 0).any(), (s == 0).any())
-        refuse_bad_chunks(np.array(fx).reshape(-1, 4), "X", X.shape[1])
-        refuse_bad_chunks(np.array(fy).reshape(-1, 4), "y", -1)
-        refuse_bad_chunks(np.array(fs).reshape(-1, 4), "sample_weight", -1)
-        if neg:
+        key = (cls, X.name, y.name, s.name, bool(fit_intercept))
+        if key in cls._CACHE:
+            return cls._CACHE[key]
+        (parts,) = dask.compute([dask.delayed(_stats)(a, b, c, X.shape[1]) for a, b, c in
+                                 zip(blocks(X), blocks(y), blocks(s), strict=True)])
+        flags = np.stack([q["flags"] for q in parts])
+        refuse_bad_chunks(flags[:, 0], "X", X.shape[1])
+        refuse_bad_chunks(flags[:, 1], "y", -1)
+        refuse_bad_chunks(flags[:, 2], "sample_weight", -1)
+        st = _merge_stats(parts, X.shape[1])
+        if st["neg"]:
             raise DataError("'sample_weight' has negative entries; weights must be >= 0.")
-        if not pos:
+        if not st["kept"].sum():
             raise DataError("'sample_weight' is all zero; at least one weight must be positive.")
-        if zero:
-            keep = s > 0
-            X, y, s = X[keep], y[keep], s[keep]
-            X, y, s = X.compute_chunk_sizes(), y.compute_chunk_sizes(), s.compute_chunk_sizes()
-        return cls(X, y, s)
+        if st["zero"]:
+            X, y, s = cls._drop_zero(X, y, s, st["kept"])
+        out = cls(X, y, s, stats=st)
+        cls._CACHE[key] = out
+        while len(cls._CACHE) > cls._CACHE_SIZE:
+            cls._CACHE.pop(next(iter(cls._CACHE)))
+        return out
+
+    @staticmethod
+    def _drop_zero(X: da.Array, y: da.Array, s: da.Array, kept: np.ndarray) -> tuple:
+        """X, y, s without their rows of weight 0, chunk by chunk (the sizes are known)."""
+        out = []
+        for arr in (X, y, s):
+            parts = [da.from_delayed(dask.delayed(_keep_rows)(a, w), (int(k), *arr.shape[1:]),
+                                     dtype=np.float64)
+                     for a, w, k in zip(blocks(arr), blocks(s), kept, strict=True) if k]
+            out.append(da.concatenate(parts))
+        return tuple(out)
+
+    def _stats_or_pass(self) -> dict:
+        if self.stats is None:  # rows built directly (not by ``checked``)
+            (parts,) = dask.compute([dask.delayed(_stats)(x, y, s, self.p)
+                                     for x, y, s in self._blocks])
+            self.stats = _merge_stats(parts, self.p)
+            self._factors = (1.0, 1.0)
+        return self.stats
 
     # -- preparation (mirrors aid_lad / lad_clusters in memory)
+    def prepare(self, K: int, init: Any, fit_intercept: bool, seed: int,
+                quantile: float) -> tuple[DaskLadRows, Any, float, Any]:
+        """``(scaled rows, first Aggregate, natural scale, LadScaling)`` as ``aid_lad`` does in
+        memory: natural scale, equilibration, ``lad_clusters`` (or the labels ``init``), the
+        sums. The subsample rows travel with the pass over y that finds the quantile."""
+        from solvers.aid.aggregation import Aggregate
+
+        plan = self._sample_plan(K, init, seed) if isinstance(init, str) else None
+        natural, rows = self._natural_and_rows(fit_intercept, quantile,
+                                               plan["union"] if plan else None)
+        sc = self.scaling(natural)
+        data = self.scaled(sc)
+        if plan is None:
+            agg = data.aggregate(init, persist=False)
+        elif plan["all"]:
+            agg = data.aggregate(da.arange(self.n, chunks=(self.X.chunks[0],),
+                                           dtype=np.int64), persist=False)
+        else:
+            codes, M = data._initial(plan, rows, sc, init, fit_intercept, quantile)
+            keys = np.flatnonzero(M[:, 0] > 0)
+            remap = np.cumsum(M[:, 0] > 0) - 1
+            agg = Aggregate(labels=da.map_blocks(_remap, codes, remap, dtype=np.int64),
+                            W=M[keys, 1], SX=M[keys, 2:-1], SY=M[keys, -1])
+        return data, agg, natural, sc
+
+    def _sample_plan(self, K: int, method: str, seed: int) -> dict:
+        """The subsamples ``lad_clusters`` draws, in its order, from ``default_rng(seed)``."""
+        from solvers.aid.clustering import DEFAULT_SAMPLE_SIZE, subsample
+
+        if K >= self.n:
+            return dict(all=True, union=None)
+        if method == "kmeans":
+            raise DataError("The 'init' parameter of aid_lad must be 'band' or 'quantile' on a "
+                            "Dask array ('kmeans' needs every row in memory); got 'kmeans'.")
+        rng = np.random.default_rng(seed)
+        plan: dict = dict(all=False, fit=subsample(self.n, DEFAULT_SAMPLE_SIZE, rng))
+        k = K if method == "quantile" else max(1, K // 2)
+        plan["k"] = k
+        plan["bins"] = subsample(self.n, 100_000, rng) if k < self.n else None
+        plan["centre"] = (subsample(self.n, DEFAULT_SAMPLE_SIZE, rng)
+                          if method != "quantile" and self.p else None)
+        parts = [v for v in (plan["fit"], plan["bins"], plan["centre"]) if v is not None]
+        plan["union"] = np.unique(np.concatenate(parts))
+        return plan
+
     def natural_scale(self, fit_intercept: bool, quantile: float) -> float:
         """``lad_natural_scale`` over the chunks (exact weighted quantile by selection)."""
-        m = self.weighted_quantile(quantile) if fit_intercept else 0.0
+        return self._natural_and_rows(fit_intercept, quantile, None)[0]
+
+    def _natural_and_rows(self, fit_intercept: bool, quantile: float,
+                          union: np.ndarray | None) -> tuple[float, tuple | None]:
+        """The natural scale (kept per (fit_intercept, quantile)) and the rows ``union`` of
+        X, y, s, fetched by the first pass over y."""
+        st = self._stats_or_pass()
+        key = (bool(fit_intercept), float(quantile))
+        known = self._natural.get(key)
+        if known is not None and union is None:
+            return known, None
+        local = None if union is None else _local(union, _chunk_offsets(self.X.chunks[0]))
+        unit = st["smin"] == st["smax"] and quantile == 0.5
+        bins = 4096 if fit_intercept and known is None else 0
+        parts = self._run(_hist_pass, local, st["ymin"], st["ymax"], bins, unit,
+                          None if fit_intercept or known is not None else quantile)
+        rows = None
+        if union is not None:
+            rows = tuple(np.concatenate([q["rows"][i] for q in parts]) for i in range(3))
+        if known is None:
+            if fit_intercept:
+                known = self._quantile_loss(parts, st, unit, quantile, bins)
+            else:
+                known = float(sum(q["loss0"] for q in parts))
+            self._natural[key] = known
+        return known, rows
+
+    def _run(self, func, local, *args) -> list:
+        """``func(x_j, y_j, s_j, local_j, *args)`` on every chunk, one graph."""
+        local = local or [None] * len(self._blocks)
+        (out,) = dask.compute([dask.delayed(func)(x, y, s, loc, *args)
+                               for (x, y, s), loc in zip(self._blocks, local, strict=True)])
+        return out
+
+    def _quantile_loss(self, parts: list, st: dict, unit: bool, quantile: float,
+                       bins: int) -> float:
+        """``check_loss(y - m, s)`` with m the weighted quantile of ``weighted_quantile``:
+        the histogram of ``parts`` brackets the order statistics, one more pass fetches the
+        rows of the bracket and the loss pieces around it (more histogram passes, or the
+        plain selection, when the bracket is still too full)."""
+        from solvers.aid.lad import check_loss
+
+        k = self.n // 2
+        targets = ([k + 1.0] if self.n % 2 else [float(k), k + 1.0]) if unit else \
+            [quantile * st["ssum"]]
+        lo, hi, below = st["ymin"], st["ymax"], 0.0
+        h = np.sum([q["hist"] for q in parts], axis=0)
+        while True:
+            if lo == hi or np.nextafter(lo, np.inf) >= hi:
+                return self._plain_natural(quantile, unit, targets)
+            cnt, mass = h[:bins], h[bins:]
+            edges = np.linspace(lo, hi, bins + 1)
+            cum = below + np.cumsum(mass)
+            idx = [min(int(np.searchsorted(cum, t)), bins - 1) for t in targets]
+            i0, i1 = min(idx), max(idx)
+            a, b = float(edges[i0]), float(edges[i1 + 1])
+            below += float(mass[:i0].sum())
+            if cnt[i0:i1 + 1].sum() <= SELECT_COLLECT or (a, b) == (lo, hi):
+                break
+            lo, hi = a, b
+            h = np.sum([q["hist"] for q in
+                        self._run(_hist_pass, None, lo, hi, bins, unit, None)], axis=0)
+        last = i1 == bins - 1
+        got = self._run(_bracket, None, a, b, last, unit)
+        R = np.concatenate([q["rows"] for q in got])
+        if R.shape[0] == 0:
+            return self._plain_natural(quantile, unit, targets)
+        R = R[np.argsort(R[:, 0], kind="stable")]
+        cum = below + np.cumsum(R[:, 1])
+        vals = [float(R[min(int(np.searchsorted(cum, t)), R.shape[0] - 1), 0]) for t in targets]
+        m = float(np.mean(vals)) if len(vals) == 2 else vals[0]
+        pieces = {f: float(sum(q[f] for q in got)) for f in ("Wb", "Lb", "Wa", "La")}
+        return (check_loss(R[:, 0] - m, R[:, 2], quantile)
+                + 2 * (1 - quantile) * (pieces["Lb"] + (m - a) * pieces["Wb"])
+                + 2 * quantile * (pieces["La"] + (b - m) * pieces["Wa"]))
+
+    def _plain_natural(self, quantile: float, unit: bool, targets: list[float]) -> float:
+        """The selection of :func:`select_by_mass` and one pass for the loss (ties, ranges of
+        a few floats)."""
+        w = da.ones_like(self.y) if unit else self.s
+        vals = [select_by_mass(self.y, w, t) for t in targets]
+        m = float(np.mean(vals)) if len(vals) == 2 else vals[0]
         parts = [dask.delayed(_loss_at)(y, s, m, quantile) for _, y, s in self._blocks]
         return float(tree_sum(parts).compute())
 
@@ -423,31 +710,33 @@ class DaskLadRows:
             k = self.n // 2
             hi = select_by_mass(self.y, ones, k + 1.0)
             return hi if self.n % 2 else float(np.mean([select_by_mass(self.y, ones, k), hi]))
-        w = self.s
-        # in memory: cum = cumsum(s sorted); the first index with cum >= quantile * cum[-1]
-        return select_by_mass(self.y, w, quantile * total)
+        return select_by_mass(self.y, self.s, quantile * total)
 
     def scaling(self, natural: float) -> Any:
-        """``LadScaling.of`` from column maxima/minima and weight totals (one pass)."""
+        """``LadScaling.of`` from the column ranges and weight totals of the check pass."""
         from solvers.aid.scaling import COLUMN_FREE_EXP, LadScaling, pow2_factor
 
-        total, ymax, cmax, cmin = dask.compute(self.s.sum(), abs(self.y).max(),
-                                               self.X.max(axis=0), self.X.min(axis=0))
-        total = float(total)
-        dev = natural / total if natural > 0 else float(ymax)
-        col = (pow2_factor(np.maximum(cmax, -cmin), COLUMN_FREE_EXP) if self.p and self.n
-               else np.ones(self.p))
+        st = self._stats_or_pass()
+        total = st["ssum"]
+        dev = natural / total if natural > 0 else st["yabs"]
+        col = (pow2_factor(np.maximum(st["cmax"], -st["cmin"]), COLUMN_FREE_EXP)
+               if self.p and self.n else np.ones(self.p))
         return LadScaling(col=col, t=float(pow2_factor(dev)[0]),
                           w=float(pow2_factor(total / self.n)[0]))
 
     def scaled(self, sc: Any) -> DaskLadRows:
-        """The rows of ``(X c, t y, w s)`` (lazy)."""
+        """The rows of ``(X c, t y, w s)`` (lazy); their sums of s|y| and max |y| follow from
+        the statistics exactly (powers of two)."""
         X = self.X if np.all(sc.col == 1.0) else self.X * sc.col
-        return DaskLadRows(X, self.y * sc.t, self.s * sc.w)
+        t, w = self._factors
+        return DaskLadRows(X, self.y * sc.t, self.s * sc.w, stats=self.stats,
+                           factors=(t * sc.t, w * sc.w))
 
     def take(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """The rows ``idx`` (sorted) of X, y, s in memory."""
-        return dask.compute(self.X[idx], self.y[idx], self.s[idx])
+        """The rows ``idx`` (sorted) of X, y, s in memory (one pass)."""
+        local = _local(np.asarray(idx, dtype=np.int64), _chunk_offsets(self.X.chunks[0]))
+        got = self._run(_gather, local)
+        return tuple(np.concatenate([q[i] for q in got]) for i in range(3))
 
     def labels_from(self, init: Any) -> da.Array:
         """User labels (numpy or Dask, one int per row) chunked like the rows."""
@@ -458,39 +747,41 @@ class DaskLadRows:
                 f"({self.n}); got {type(init).__name__} of shape {getattr(lab, 'shape', None)}.")
         return lab.astype(np.int64).rechunk((self.X.chunks[0],))
 
-    def initial_labels(self, K: int, method: str, fit_intercept: bool, seed: int,
-                       quantile: float) -> da.Array:
-        """``lad_clusters`` over the chunks: the same subsample, fit, bins and halving."""
-        from solvers.aid.clustering import (
-            DEFAULT_SAMPLE_SIZE,
-            bin_edges,
-            fit_lad_subsample,
-            subsample,
-        )
+    def _initial(self, plan: dict, rows: tuple, sc: Any, method: str, fit_intercept: bool,
+                 quantile: float) -> tuple[da.Array, np.ndarray]:
+        """``lad_clusters`` on the (scaled) rows: the fit and the bin edges from the fetched
+        subsample rows, then one pass for the codes and their sums (a second one when a bin is
+        empty, since the halving feature depends on the compacted bin)."""
+        from solvers.aid.clustering import bin_edges, fit_lad_subsample
 
-        if K >= self.n:
-            return da.arange(self.n, chunks=(self.X.chunks[0],), dtype=np.int64)
-        if method == "kmeans":
-            raise DataError("The 'init' parameter of aid_lad must be 'band' or 'quantile' on a "
-                            "Dask array ('kmeans' needs every row in memory); got 'kmeans'.")
-        rng = np.random.default_rng(seed)
-        idx = subsample(self.n, DEFAULT_SAMPLE_SIZE, rng)
-        Xs, ys, ss = self.take(idx)
+        union = plan["union"]
+        Xu, yu, su = sc.apply(*rows)
+
+        def pick(idx: np.ndarray) -> tuple:
+            pos = np.searchsorted(union, idx)
+            return Xu[pos], yu[pos], su[pos]
+
+        Xs, ys, ss = pick(plan["fit"])
         beta, b = fit_lad_subsample(Xs, ys, ss, fit_intercept=fit_intercept,
-                                    idx=np.arange(idx.shape[0]), quantile=quantile)
-        r = self.map_rows(_resid, beta, b)
-        k = K if method == "quantile" else max(1, K // 2)
-        if k >= self.n:
-            labels = da.arange(self.n, chunks=(self.X.chunks[0],), dtype=np.int64)
-        else:
-            idx = subsample(self.n, 100_000, rng)
-            rs, ws = dask.compute(r[idx], self.s[idx])
-            edges = bin_edges(rs, ws, k, method=method)
-            labels = compact(da.map_blocks(_searchsorted, r, edges, dtype=np.int64))
-        if method == "quantile" or self.p == 0:
-            return labels.persist()
-        centre = self.take(subsample(self.n, DEFAULT_SAMPLE_SIZE, rng))[0].mean(axis=0)
-        return compact(self.map_rows(_high, centre, dtype=np.int64, labels=labels)).persist()
+                                    idx=np.arange(Xs.shape[0]), quantile=quantile)
+        Xb, yb, sb = pick(plan["bins"])
+        edges = bin_edges(_resid(Xb, yb, beta, b), sb, plan["k"], method=method)
+        centre = None if plan["centre"] is None else pick(plan["centre"])[0].mean(axis=0)
+        halve = centre is not None
+        shift = None
+        while True:
+            parts = [dask.delayed(_initial_codes, nout=3)(x, y, s, beta, b, edges, centre,
+                                                          halve, shift)
+                     for x, y, s in self._blocks]
+            codes = da.concatenate([da.from_delayed(q[0], shape=(r,), dtype=np.int64)
+                                    for q, r in zip(parts, self.X.chunks[0], strict=True)])
+            codes, present, sums = dask.persist(codes, tree_sum([q[1] for q in parts]),
+                                                tree_sum([q[2] for q in parts]))
+            present, M = dask.compute(present, sums)
+            present = np.asarray(present) > 0
+            if shift is not None or not halve or present[:int(present.sum())].all():
+                return codes, np.asarray(M)
+            shift = np.cumsum(present) - 1  # an empty bin below others: halve by the compacted bin
 
     def map_rows(self, func, *args, dtype: Any = float, labels: da.Array | None = None
                  ) -> da.Array:
@@ -501,43 +792,60 @@ class DaskLadRows:
             da.from_delayed(dask.delayed(func)(x, v, *args), shape=(rows,), dtype=dtype)
             for (x, _, _), v, rows in zip(self._blocks, second, self.X.chunks[0], strict=True)])
 
-    def aggregate(self, labels: da.Array) -> Any:
-        """``aggregate(X, y, s, labels)``: labels compacted, sums per cluster in a tree."""
+    def aggregate(self, labels: da.Array, persist: bool = True) -> Any:
+        """``aggregate(X, y, s, labels)`` in two passes: the range of the labels, then the sums
+        per label, whose empty labels the compaction (``compact_labels``) drops. The compacted
+        labels are persisted (or left lazy for the first ``evaluate`` to keep)."""
         from solvers.aid.aggregation import Aggregate
 
-        labels = compact(labels).persist()
-        K = int(labels.max().compute()) + 1
-        parts = [dask.delayed(_sums)(x, y, s, lab, K)
-                 for (x, y, s), lab in zip(self._blocks, blocks(labels), strict=True)]
-        M = np.asarray(tree_sum(parts).compute())
-        return Aggregate(labels=labels, W=M[:, 0], SX=M[:, 1:-1], SY=M[:, -1])
+        lab = blocks(labels)
+        (rng,) = dask.compute([dask.delayed(_label_range)(q) for q in lab])
+        rng = np.array(rng).reshape(-1, 2)
+        if rng.size and int(rng[:, 0].min()) < 0:
+            raise ValueError("cluster labels must be >= 0.")
+        size = int(rng[:, 1].max()) + 1 if rng.size else 0
+        M = np.asarray(tree_sum([dask.delayed(_label_sums)(x, y, s, q, size)
+                                 for (x, y, s), q in zip(self._blocks, lab, strict=True)]
+                                ).compute())
+        present = M[:, 0] > 0
+        labels = da.map_blocks(_remap, labels, np.cumsum(present) - 1, dtype=np.int64)
+        return Aggregate(labels=labels.persist() if persist else labels, W=M[present, 1],
+                         SX=M[present, 2:-1], SY=M[present, -1])
 
     # -- the loop's operations
     @property
     def abs_y(self) -> float:
-        """``sum_i s_i |y_i|``."""
-        return float(da.dot(self.s, abs(self.y)).compute())
+        """``sum_i s_i |y_i|`` (from the check pass, scaled by its powers of two)."""
+        if self.stats is None:
+            return float(da.dot(self.s, abs(self.y)).compute())
+        t, w = self._factors
+        return t * w * self.stats["sy"]
 
     @property
     def max_abs_y(self) -> float:
         """``max_i |y_i|``."""
-        return float(abs(self.y).max().compute())
+        if self.stats is None:
+            return float(abs(self.y).max().compute())
+        return self._factors[0] * self.stats["yabs"]
 
     def evaluate(self, beta: np.ndarray, b: float, agg: Any, tol: float,
                  quantile: float) -> tuple[float, np.ndarray, tuple]:
-        """``(E, mixed, state)`` in one pass; ``state`` carries what ``split`` needs."""
+        """``(E, mixed, state)`` in one pass (one graph), which also applies the last split to
+        the labels and keeps them beside the chunks; ``state`` carries what ``split`` needs."""
         K = agg.n_clusters
-        parts = [dask.delayed(_evaluate)(x, y, s, lab, beta, b, K, tol, quantile)
-                 for (x, y, s), lab in zip(self._blocks, blocks(agg.labels), strict=True)]
-        out = np.asarray(tree_sum(parts).compute())
+        lab = agg.labels.to_delayed(optimize_graph=False).ravel()
+        parts = [dask.delayed(_evaluate)(x, y, s, q, beta, b, K, tol, quantile)
+                 for (x, y, s), q in zip(self._blocks, lab, strict=True)]
+        agg.labels, total = dask.persist(agg.labels, tree_sum(parts))
+        out = np.asarray(total.compute())
         pos, neg = out[1:K + 1], out[K + 1:2 * K + 1]
         tot, cnt = out[2 * K + 1:4 * K + 1], out[4 * K + 1:]
         return float(out[0]), (pos > 0) & (neg > 0), (beta, b, tot, cnt)
 
     def split(self, agg: Any, mixed: np.ndarray, state: tuple,
               refine: bool) -> tuple[np.ndarray, np.ndarray]:
-        """``split_mixed`` over the chunks: one pass for the pieces and their sums, then the
-        labels are renumbered beside the chunks (no pass over X)."""
+        """``split_mixed`` over the chunks: one pass (one graph) for the pieces and their sums;
+        the new labels are left lazy, to be applied and kept by the next ``evaluate``."""
         beta, b, tot, cnt = state
         K, P = agg.n_clusters, (4 if refine else 2)
         mixed_ids = np.flatnonzero(mixed)
@@ -563,8 +871,7 @@ class DaskLadRows:
         key_id = np.full(M.shape[0], -1, dtype=np.int64)
         key_id[keys[first]] = old_ids
         key_id[keys[~first]] = new_ids
-        agg.labels = da.map_blocks(_relabel, agg.labels, codes, key_id,
-                                   dtype=np.int64).persist()
+        agg.labels = da.map_blocks(_relabel, agg.labels, codes, key_id, dtype=np.int64)
         ids = key_id[keys]
         agg.W = np.concatenate([agg.W, np.zeros(n_new)])
         agg.SX = np.concatenate([agg.SX, np.zeros((n_new, agg.SX.shape[1]))])

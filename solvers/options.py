@@ -323,27 +323,36 @@ no seed (they are deterministic) and the random ones no sketch."""
 NEWTON_PRECONDITIONERS = ("none", "diag", "fd", "rfd")
 NEWTON_REWEIGHTS = ("scalar", "resketch")
 
-NEWTON_SVM = table(
-    Option("preconditioner", "choice", "rfd",
-           "preconditioner of CG: none (also None), diag (Jacobi), fd / rfd (I + B'B from a "
-           "sketch)", choices=NEWTON_PRECONDITIONERS, none_ok=True),
-    Option("m", "int", None, "sketch size (rows of B), at most d + 1; default min(d + 1, 64)",
-           "ell", low=1, none_ok=True),
-    Option("reweight", "choice", "scalar",
-           "'scalar': one sketch of sqrt(C) A rescaled per step; 'resketch': a new sketch of "
-           "sqrt(D) A when the weights moved by more than resketch_tol", choices=NEWTON_REWEIGHTS),
-    Option("resketch_tol", "float", 0.5, "relative weight change that triggers a new sketch",
-           low=0.0),
-    Option("scale_columns", "bool", True, "sketch the column-scaled A (Jacobi first)"),
-    _tol(1e-14, "stop with OPTIMAL once ||grad||^2 / (2 sum_i C_i) <= tol"),
-    _max_iter(100, "Newton steps (ITERATION_LIMIT when reached)"),
-    Option("cg_tol", "float", 0.1, "cap of the CG forcing term eta", low=0.0, high=1.0),
-    Option("cg_max_iter", "int", None, "CG iterations per Newton step; default max(100, 2d')",
-           low=1, none_ok=True),
-    Option("block_size", "int", 4096, "rows per block when streaming A through a sketch", low=1),
-)
-"""The options of ``sketched_newton`` for the squared-hinge SVM (the problem fixes the data,
-the weights, the loss and the unregularised intercept)."""
+def _newton_table(scale: str) -> dict[str, Option]:
+    """The options of ``sketched_newton`` when the problem fixes the data, the weights, the loss
+    and the unregularised intercept; ``scale`` is the loss's f(0) in the ``tol`` text."""
+    return table(
+        Option("preconditioner", "choice", "rfd",
+               "preconditioner of CG: none (also None), diag (Jacobi), fd / rfd (I + B'B from a "
+               "sketch)", choices=NEWTON_PRECONDITIONERS, none_ok=True),
+        Option("m", "int", None, "sketch size (rows of B), at most d + 1; default min(d + 1, 64)",
+               "ell", low=1, none_ok=True),
+        Option("reweight", "choice", "scalar",
+               "'scalar': one sketch of sqrt(C) A rescaled per step; 'resketch': a new sketch of "
+               "sqrt(D) A when the weights moved by more than resketch_tol",
+               choices=NEWTON_REWEIGHTS),
+        Option("resketch_tol", "float", 0.5, "relative weight change that triggers a new sketch",
+               low=0.0),
+        Option("scale_columns", "bool", True, "sketch the column-scaled A (Jacobi first)"),
+        _tol(1e-14, f"stop with OPTIMAL once ||grad||^2 / (2 {scale}) <= tol"),
+        _max_iter(100, "Newton steps (ITERATION_LIMIT when reached)"),
+        Option("cg_tol", "float", 0.1, "cap of the CG forcing term eta", low=0.0, high=1.0),
+        Option("cg_max_iter", "int", None, "CG iterations per Newton step; default max(100, 2d')",
+               low=1, none_ok=True),
+        Option("block_size", "int", 4096, "rows per block when streaming A through a sketch",
+               low=1),
+    )
+
+
+NEWTON_SVM = _newton_table("sum_i C_i")
+"""The options of ``sketched_newton`` for the squared-hinge SVM."""
+NEWTON_KLR = _newton_table("log(2) sum_i C_i")
+"""The options of ``sketched_newton`` for plain KLR with the linear kernel (logistic loss)."""
 
 
 def ridge_unused(method: str) -> frozenset[str]:

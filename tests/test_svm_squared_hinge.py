@@ -138,10 +138,10 @@ def test_unregularised_intercept_is_minimised_exactly():
 
 def test_sketched_newton_free_intercept_refusals():
     X, y = _data(50, 3)
-    with pytest.raises(ValueError, match="'penalize_intercept' parameter of sketched_newton"):
-        sketched_newton(X, y, loss="logistic", penalize_intercept=False)
-    with pytest.raises(ValueError, match="only one class has positive weight"):
-        sketched_newton(X, y, sample_weight=(y > 0).astype(float), penalize_intercept=False)
+    for loss in ("squared_hinge", "logistic"):
+        with pytest.raises(ValueError, match="only one class has positive weight"):
+            sketched_newton(X, y, loss=loss, sample_weight=(y > 0).astype(float),
+                            penalize_intercept=False)
 
 
 def test_hinge_default_is_unchanged(weighted):

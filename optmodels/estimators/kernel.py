@@ -494,7 +494,9 @@ class KLRClassifier(_PairClassifier):
         repeats of each row of the class; with bound_tol the bounds scale with it too).
     decision_function_shape : 'ovr' (default) or 'ovo'.
     warm_start : start SMO from the previous fit's alphas (same rows), e.g. to sweep C.
-    strategy : 'smo' (default), 'full' (the verified Clarabel exponential-cone solve), 'block'.
+    strategy : 'smo' (default), 'full' (the verified Clarabel exponential-cone solve), 'block',
+        'newton' (plain KLR with kernel='linear': sketch-preconditioned Newton-CG on the
+        logistic primal; apply RBFSampler / Nystroem first for an approximate RBF model).
     strategy_options : the strategy's options, validated in fit.
 
     predict_proba: binary sigma(f(x)), (n, 2); more classes: the pairs' sigma(f_ij) coupled by

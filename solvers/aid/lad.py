@@ -218,12 +218,7 @@ def aid_lad(
 
     if data is not None:  # the same steps, as chunk-wise passes (rows of weight 0 dropped)
         keep = None
-        natural = data.natural_scale(fit_intercept, quantile)
-        sc = data.scaling(natural)
-        data = data.scaled(sc)
-        labels0 = (data.initial_labels(K0, init, fit_intercept, seed, quantile)
-                   if isinstance(init, str) else init)
-        agg = data.aggregate(labels0)
+        data, agg, natural, sc = data.prepare(K0, init, fit_intercept, seed, quantile)
     else:
         data, agg, keep, natural, sc = _prepare(X, y, s, K0, init, fit_intercept, seed,
                                                 quantile)

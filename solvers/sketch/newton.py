@@ -11,17 +11,25 @@ intercept_scaling`` and the intercept is ``b = B w_{d+1}``; that coordinate is r
 the others (LIBLINEAR's convention, and scikit-learn's LinearSVC), so the penalty on b is
 ``b^2 / (2 B^2)``: a larger B regularises b more lightly.
 
-Unregularised intercept (``penalize_intercept=False``, squared hinge only): f(w, b) =
-1/2 ||w||^2 + sum_i C_i loss(y_i (x_i'w + b)) with no penalty on b (the toolkit's SVM). Newton
-then steps on (w, b) jointly with the Hessian ``diag(1, .., 1, 0) + A' D A`` and, after every
-step (and at the start), b is minimised exactly: ``phi(b) = sum_i C_i max(0, 1 - y_i (g_i +
-b))^2`` (g = X w) is convex piecewise quadratic with derivative ``2 sum_{active} C_i (b -
-beta_i)``, ``beta_i = y_i - g_i``, active = {y_i = +1, beta_i > b} u {y_i = -1, beta_i < b}, so
-its minimiser is the C-weighted mean of beta over its own active set (found on the sorted
-breakpoints). The certificate below then holds for the profile ``F(w) = min_b f(w, b)``, which
-is 1-strongly convex in w (a partial minimum of a jointly convex function plus 1/2 ||w||^2)
-with gradient ``grad_w f(w, b*(w))``; and F's optimum is f's. Both classes need positive weight
-(else b runs off to infinity).
+Unregularised intercept (``penalize_intercept=False``): f(w, b) = 1/2 ||w||^2 +
+sum_i C_i loss(y_i (x_i'w + b)) with no penalty on b (the toolkit's SVM and KLR). Newton then
+steps on (w, b) jointly with the Hessian ``diag(1, .., 1, 0) + A' D A`` and, after every step
+(and at the start), b is minimised exactly over ``phi(b) = sum_i C_i loss(y_i (g_i + b))``
+(g = X w):
+
+- squared hinge: phi is convex piecewise quadratic with derivative ``2 sum_{active} C_i (b -
+  beta_i)``, ``beta_i = y_i - g_i``, active = {y_i = +1, beta_i > b} u {y_i = -1, beta_i < b},
+  so its minimiser is the C-weighted mean of beta over its own active set (found on the sorted
+  breakpoints; :func:`intercept_shift`);
+- logistic: phi is smooth and strictly convex, ``phi'(b) = -sum_i C_i y_i sigma(-t_i)``,
+  ``phi''(b) = sum_i C_i sigma(t_i) sigma(-t_i)`` (t_i = y_i (g_i + b)); its root is found by
+  Newton's method kept inside a bracket that every evaluation shrinks (bisection when a Newton
+  step leaves it; :func:`logistic_intercept_shift`).
+
+The certificate below then holds for the profile ``F(w) = min_b f(w, b)``, which is 1-strongly
+convex in w (a partial minimum of a jointly convex function plus 1/2 ||w||^2) with gradient
+``grad_w f(w, b*(w))``; and F's optimum is f's. Both classes need positive weight (else b runs
+off to infinity).
 
 Derivatives (``D`` is diagonal, so every Hessian has the form ``I + A' D A``)::
 
@@ -177,8 +185,8 @@ def sketched_newton(
     ``m`` is the sketch size (default ``min(d', 64)``, d' = features plus the intercept
     column); ``tol`` the relative gap ``||g||^2 / (2 f(0))`` at which Newton stops;
     ``cg_max_iter`` caps CG per Newton step (default ``max(100, 2 d')``);
-    ``penalize_intercept=False`` leaves b unregularised (squared hinge only; see the module
-    docstring). Returns a
+    ``penalize_intercept=False`` leaves b unregularised (minimised exactly after each step;
+    see the module docstring). Returns a
     :class:`SolveResult` with ``x = w``, ``extra["intercept"]`` and the CG counts.
     """
     t0 = time.perf_counter()
@@ -238,10 +246,7 @@ class _Problem:
 
 
 def _check_free_intercept(loss: str, y: np.ndarray, c: np.ndarray) -> None:
-    """An unregularised b needs the squared hinge and positive weight in both classes."""
-    if loss != "squared_hinge":
-        raise invalid("penalize_intercept", OWNER,
-                      "True with loss='logistic' (False needs loss='squared_hinge')", False)
+    """An unregularised b needs positive weight in both classes (for either loss)."""
     if not ((c[y > 0] > 0).any() and (c[y < 0] > 0).any()):
         raise invalid("penalize_intercept", OWNER,
                       "True when only one class has positive weight (an unregularised "
@@ -268,6 +273,42 @@ def intercept_shift(z: np.ndarray, y: np.ndarray, c: np.ndarray) -> float:
     active = np.where(y > 0, beta > delta, beta < delta)
     if active.any():
         delta += float(c[active] @ (beta[active] - delta)) / float(c[active].sum())
+    return delta
+
+
+def logistic_intercept_shift(z: np.ndarray, y: np.ndarray, c: np.ndarray,
+                             max_iter: int = 200) -> float:
+    """The minimiser ``delta`` of ``phi(delta) = sum_i c_i log(1 + exp(-(z_i + y_i delta)))``
+    (c > 0, both classes present, so phi is strictly convex and coercive).
+
+    ``phi'(delta) = -sum_i c_i y_i sigma(-t_i)`` and ``phi''(delta) = sum_i c_i sigma(t_i)
+    sigma(-t_i)`` with ``t_i = z_i + y_i delta``. Safeguarded Newton from delta = 0: each
+    evaluation moves one end of the bracket [lo, hi] of the root (phi' < 0 below it, > 0 above).
+    While an end is infinite a step is at most ``max(1, 2 |delta|)`` (so the bracket closes
+    after O(log |root|) doublings); once it is finite, a Newton point is taken only inside the
+    bracket and at most half the previous step long, else the midpoint. Stops when the step is
+    below the resolution of a double."""
+    lo, hi, delta, last = -math.inf, math.inf, 0.0, math.inf
+    for _ in range(max_iter):
+        s = expit(-(z + y * delta))
+        slope, curv = -float(c @ (y * s)), float(c @ (s * (1.0 - s)))
+        if slope == 0.0:
+            return delta
+        if slope > 0.0:
+            hi = delta
+        else:
+            lo = delta
+        newton = delta - slope / curv if curv > 0.0 else math.nan
+        if math.isfinite(lo) and math.isfinite(hi):
+            good = lo < newton < hi and abs(newton - delta) <= 0.5 * abs(last)
+            new = newton if good else 0.5 * (lo + hi)
+        else:
+            cap = max(1.0, 2.0 * abs(delta))
+            new = newton if abs(newton - delta) <= cap else delta + math.copysign(cap, -slope)
+        last = new - delta
+        if abs(last) <= 4.0 * np.finfo(float).eps * max(1.0, abs(delta)):
+            return new
+        delta = new
     return delta
 
 
@@ -348,7 +389,9 @@ class _Newton:
     def minimise_intercept(self, w: np.ndarray, Aw: np.ndarray) -> None:
         """With an unregularised intercept: set b to its exact minimiser (in place)."""
         if self.prob.free_b:
-            delta = intercept_shift(self.prob.y * Aw, self.prob.y, self.prob.c)
+            shift = intercept_shift if self.prob.loss == "squared_hinge" else (
+                logistic_intercept_shift)
+            delta = shift(self.prob.y * Aw, self.prob.y, self.prob.c)
             w[-1] += delta / float(self.prob.scaling)
             Aw += delta
 
