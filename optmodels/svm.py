@@ -32,6 +32,7 @@ from solvers.errors import DataError
 from solvers.kernels import KERNELS, Kernel
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolveResult, TerminationCondition
+from solvers.rows import any_dask, is_dask
 from solvers.validation import (
     check_array,
     check_class_weight,
@@ -90,9 +91,14 @@ class SVM(Problem):
         unregularised b; linear kernel only, primal form).
     feature_names : p strings naming the columns of X (the exported primal ``w`` columns are
         ``w_<name>``); default None (``w_0 .. w_{p-1}``). Not a parameter.
+
+    With kernel='linear', X (and y, sample_weight) may be row-chunked Dask arrays: they are
+    checked chunk by chunk and stay lazy, and ``solve(strategy="aid")`` runs on them (the
+    other strategies, ``qp()`` and ``write()`` need X in memory and say so).
     """
 
     NAME: ClassVar[str] = "svm"
+    DASK_STRATEGIES: ClassVar[tuple[str, ...]] = ("aid",)
     PARAMS: ClassVar[dict[str, Param]] = {
         "C": Param("float", 1.0, "penalty C of the hinge losses", low=0.0),
         "loss": Param("choice", "hinge", "hinge max(0, 1 - z) or squared_hinge max(0, 1 - z)^2 "
@@ -111,6 +117,10 @@ class SVM(Problem):
         **params: Any,
     ) -> None:
         self._set_params(params)
+        if any_dask(X, y, sample_weight):
+            self._set_dask_data(X, y, sample_weight, class_weight)
+            self.feature_names = feature_names
+            return
         # A sparse X stays sparse with the linear kernel (products X w, X'v); other kernels
         # densify it (their kernel rows need dense X).
         self._X = check_array(X, "X", accept_sparse=True,
@@ -129,13 +139,43 @@ class SVM(Problem):
                 "loss='hinge' for kernels."
             )
         self.kernel_ = build_kernel(self.params, self._X)
+        self._set_box(class_weight)
+        if not (self.box[self.y > 0] > 0).any() or not (self.box[self.y < 0] > 0).any():
+            raise DataError("Only one class has positive weight; a binary SVM needs both classes.")
+
+    def _set_box(self, class_weight: Any) -> None:
+        """The checked class weights and the box C_i = C s_i cw_{y_i} (lazy on Dask)."""
         self.class_weight = check_class_weight(class_weight, self.classes_)
         self.box = self.C * self.sample_weight * class_weight_vector(self.class_weight, self.y)
-        if not (self.box[self.y > 0] > 0).any() or not (self.box[self.y < 0] > 0).any():
+
+    def _set_dask_data(self, X: Any, y: Any, sample_weight: Any, class_weight: Any) -> None:
+        """X, y (mapped to -1/+1), s and the box as float64 Dask arrays chunked alike (lazy),
+        checked chunk by chunk in one pass with the in-memory messages; linear kernel only."""
+        import dask
+        import dask.array as da
+
+        from solvers.dask_svm_rows import checked_labelled
+
+        if self.params["kernel"] != "linear":
+            raise DataError(
+                f"A Dask X needs kernel='linear' (linear-SVM AID runs chunk by chunk; the "
+                f"kernel={self.params['kernel']!r} dual needs the n x n kernel matrix, every "
+                "row in memory); build the SVM with kernel='linear', or pass X.compute() and "
+                "y.compute() if they fit in memory."
+            )
+        X = X if is_dask(X) else da.from_array(np.asarray(X))
+        self._X, y, self.sample_weight, self.classes_ = checked_labelled(X, y, sample_weight)
+        self.y = da.where(y == self.classes_[1], 1.0, -1.0)
+        self.kernel_ = Kernel("linear", 1.0, self.params["degree"], self.params["coef0"])
+        self._set_box(class_weight)
+        pos, neg = dask.compute(((self.box > 0) & (self.y > 0)).any(),
+                                ((self.box > 0) & (self.y < 0)).any())
+        if not (pos and neg):
             raise DataError("Only one class has positive weight; a binary SVM needs both classes.")
 
     def gram(self, rows: np.ndarray | None = None) -> np.ndarray:
         """K[rows, :] (all rows by default)."""
+        self.require_in_memory("The kernel matrix")
         Xr = self._X if rows is None else self._X[rows]
         if sp.issparse(self._X):  # linear kernel: the sparse product, made dense
             return (Xr @ self._X.T).toarray()
@@ -225,6 +265,7 @@ class SVM(Problem):
     # models ---------------------------------------------------------------------------------
     def qp(self, form: str = "auto") -> QPData:
         """``"primal"`` (linear kernel only) or ``"dual"``; ``"auto"`` picks primal for linear."""
+        self.require_in_memory("qp() (the QP with one margin row per sample)")
         form = self._form(form)
         return self._primal() if form == "primal" else self._dual()
 

@@ -29,10 +29,11 @@ import numpy as np
 
 from solvers.dask_rows import (
     DaskLadRows,
+    _flags,
     aligned_vector,
     as_dask_matrix,
     blocks,
-    compact,
+    refuse_bad_chunks,
     tree_sum,
 )
 from solvers.errors import DataError
@@ -89,9 +90,13 @@ def _class_stats(y: np.ndarray, s: np.ndarray) -> np.ndarray:
     return np.array([neg.sum(), (~neg).sum(), s[neg].sum(), s[~neg].sum()], dtype=np.float64)
 
 
-def _labels_flags(y: np.ndarray) -> np.ndarray:
-    """[has a label other than -1/+1, has -1, has +1] of one chunk."""
-    return np.array([np.any((y != -1.0) & (y != 1.0)), np.any(y == -1.0), np.any(y == 1.0)])
+def _refuse_labels(flags: np.ndarray) -> None:
+    """The messages of ``check_labels(y, signs=True)`` from per-chunk [label other than -1/+1,
+    has -1, has +1]."""
+    if flags[:, 0].any():
+        raise DataError("'y' must contain only the labels -1 and +1; map your classes first.")
+    if not (flags[:, 1].any() and flags[:, 2].any()):
+        _refuse_classes([-1.0] if flags[:, 1].any() else [1.0])
 
 
 def _pick(y: np.ndarray, cls: float, local: np.ndarray, *arrays: np.ndarray) -> list:
@@ -134,52 +139,156 @@ def _count(lab: np.ndarray, size: int) -> np.ndarray:
     return np.bincount(lab, minlength=size)
 
 
+def checked_labelled(X: Any, y: Any, sample_weight: Any) -> tuple[da.Array, da.Array,
+                                                                   da.Array, np.ndarray]:
+    """``(X, y, s, classes)`` as float64 Dask arrays chunked alike, checked in one pass with
+    the in-memory messages (NaN, infinity, ragged chunks, negative or all-zero weights, not
+    exactly two classes); ``classes`` are the two values of y, sorted. Nothing is dropped."""
+    X, y, s = _aligned(X, y, sample_weight)
+    fx, fy, fs, neg, pos, classes = dask.compute(
+        [dask.delayed(_flags)(b, X.shape[1]) for b in blocks(X)],
+        [dask.delayed(_flags)(b, -1) for b in blocks(y)],
+        [dask.delayed(_flags)(b, -1) for b in blocks(s)],
+        (s < 0).any(), (s > 0).any(), da.unique(y))
+    refuse_bad_chunks(np.array(fx).reshape(-1, 4), "X", X.shape[1])
+    refuse_bad_chunks(np.array(fy).reshape(-1, 4), "y", -1)
+    refuse_bad_chunks(np.array(fs).reshape(-1, 4), "sample_weight", -1)
+    _refuse_weights(neg, pos)
+    classes = np.asarray(classes)
+    if classes.size != 2:
+        _refuse_classes(classes)
+    return X, y, s, classes
+
+
+def _aligned(X: Any, y: Any, sample_weight: Any) -> tuple[da.Array, da.Array, da.Array]:
+    X = as_dask_matrix(X, "X", min_features=1)
+    rows = X.chunks[0]
+    s = (da.ones(X.shape[0], chunks=(rows,)) if sample_weight is None
+         else aligned_vector(sample_weight, rows, "sample_weight", "X"))
+    return X, aligned_vector(y, rows, "y", "X"), s
+
+
+def _refuse_weights(neg: bool, pos: bool) -> None:
+    """The messages of ``check_sample_weight``."""
+    if neg:
+        raise DataError("'sample_weight' has negative entries; weights must be >= 0.")
+    if not pos:
+        raise DataError("'sample_weight' is all zero; at least one weight must be positive.")
+
+
+def _refuse_classes(classes: Any) -> None:
+    """The message of ``check_labels`` for other than two classes."""
+    classes = np.asarray(classes)
+    raise DataError(
+        f"'y' must hold exactly 2 classes for a binary classifier; got {classes.size} "
+        f"class(es) {classes[:5].tolist()}. A binary classifier cannot be trained on one "
+        "class.")
+
+
+def _check_chunk(x: np.ndarray, y: np.ndarray, s: np.ndarray, width: int) -> dict:
+    """Everything ``DaskSvmRows.checked`` needs of one chunk: the NaN / inf / width flags of
+    x, y, s; which labels occur (all rows, and rows of weight > 0); negative / positive
+    weights; the rows and weight kept; the column maxima and minima of the kept rows."""
+    out = dict(x=_flags(x, width), y=_flags(y, -1), s=_flags(s, -1))
+    keep = np.asarray(s) > 0
+    y = np.asarray(y)
+    out.update(labels=[np.any((y != -1.0) & (y != 1.0)), np.any(y == -1.0), np.any(y == 1.0)],
+               kept_labels=[np.any(y[keep] == -1.0), np.any(y[keep] == 1.0)],
+               neg=bool(np.any(np.asarray(s) < 0)), pos=bool(keep.any()),
+               kept=int(keep.sum()), weight=float(np.asarray(s)[keep].sum()),
+               classes=_class_stats(y[keep], np.asarray(s)[keep]))
+    if out["x"][2] == 0 and keep.any():
+        out.update(cmax=np.asarray(x)[keep].max(axis=0), cmin=np.asarray(x)[keep].min(axis=0))
+    return out
+
+
+def _keep(a: np.ndarray, s: np.ndarray) -> np.ndarray:
+    return a[s > 0]
+
+
+def _kept(a: da.Array, s: da.Array, counts: list[int]) -> da.Array:
+    """The rows of ``a`` with s > 0, chunk by chunk (chunk sizes known from the check)."""
+    return da.concatenate([
+        da.from_delayed(dask.delayed(_keep)(ab, sb), shape=(k,) + a.shape[1:], dtype=a.dtype)
+        for ab, sb, k in zip(blocks(a), blocks(s), counts, strict=True)])
+
+
+def _lookup(keys: np.ndarray, table: np.ndarray) -> np.ndarray:
+    return table[keys]
+
+
+def _keyed_sums(x, y, s, key, size: int) -> np.ndarray:
+    """Per key in [0, size): [rows, W, SX, SY]."""
+    from solvers.aid.aggregation import cluster_sums
+
+    W, SX, SY = cluster_sums(x, y, s, key, size)
+    return np.column_stack([np.bincount(key, minlength=size), W, SX, SY])
+
+
 # ---------------------------------------------------------------------------- the rows
 class DaskSvmRows(DaskLadRows):
     """The operations of ``solvers.rows.SvmRows`` on Dask ``X``, ``y`` (in {-1, +1}) and ``s``
-    chunked alike; the cluster sums, ``take`` and the column ranges are those of
-    :class:`solvers.dask_rows.DaskLadRows` (the same sums W, SX, SY)."""
+    chunked alike; ``take``, ``map_rows`` and the column ranges are those of
+    :class:`solvers.dask_rows.DaskLadRows` (the same rows and sums W, SX, SY). ``stats`` holds
+    what the check already measured (weight total, column magnitudes)."""
+
+    def __init__(self, X: da.Array, y: da.Array, s: da.Array, stats: dict | None = None) -> None:
+        super().__init__(X, y, s)
+        self._stats = dict(stats or {})
+        self._svm_initial: tuple[da.Array, Any] | None = None
 
     @classmethod
-    def checked(cls, X: Any, y: Any, sample_weight: Any, fit_intercept: bool = True
-                ) -> DaskSvmRows:
+    def checked(cls, X: Any, y: Any, sample_weight: Any) -> DaskSvmRows:
         """Check X (at least one feature), y (only -1 and +1, both classes) and the weights
-        chunk by chunk with the in-memory messages; drop the rows of weight 0."""
-        X = as_dask_matrix(X, "X", min_features=1)
-        y = aligned_vector(y, X.chunks[0], "y", "X")
-        raw = DaskLadRows.checked(X, y, sample_weight, fit_intercept=False)
-        for yy in (y, raw.y) if raw.n < X.shape[0] else (y,):  # all rows, then the kept
-            flags = np.array(dask.compute([dask.delayed(_labels_flags)(b)
-                                           for b in blocks(yy)])[0]).reshape(-1, 3)
-            if flags[:, 0].any():
-                raise DataError("'y' must contain only the labels -1 and +1; map your classes "
-                                "first.")
-            if not (flags[:, 1].any() and flags[:, 2].any()):
-                got = [-1.0] if flags[:, 1].any() else [1.0]
-                raise DataError(
-                    f"'y' must hold exactly 2 classes for a binary classifier; got 1 class(es) "
-                    f"{got}. A binary classifier cannot be trained on one class.")
-        return cls(raw.X, raw.y, raw.s)
+        chunk by chunk, in one pass, with the in-memory messages and in their order; keep the
+        rows of positive weight (lazy, chunk sizes known)."""
+        X, y, s = _aligned(X, y, sample_weight)
+        p = X.shape[1]
+        (out,) = dask.compute([dask.delayed(_check_chunk)(xb, yb, sb, p)
+                               for xb, yb, sb in zip(blocks(X), blocks(y), blocks(s),
+                                                     strict=True)])
+        refuse_bad_chunks(np.array([o["x"] for o in out]).reshape(-1, 4), "X", p)
+        refuse_bad_chunks(np.array([o["y"] for o in out]).reshape(-1, 4), "y", -1)
+        _refuse_labels(np.array([o["labels"] for o in out]))
+        refuse_bad_chunks(np.array([o["s"] for o in out]).reshape(-1, 4), "sample_weight", -1)
+        _refuse_weights(any(o["neg"] for o in out), any(o["pos"] for o in out))
+        _refuse_labels(np.array([[False] + o["kept_labels"] for o in out]))
+        counts = [o["kept"] for o in out]
+        if sum(counts) < X.shape[0]:
+            X, y, s = (_kept(a, s, counts) for a in (X, y, s))
+        with_rows = [o for o in out if "cmax" in o]
+        cmax = np.max([o["cmax"] for o in with_rows], axis=0)
+        cmin = np.min([o["cmin"] for o in with_rows], axis=0)
+        return cls(X, y, s, dict(weight=float(sum(o["weight"] for o in out)),
+                                 magnitude=np.maximum(cmax, -cmin),
+                                 classes=np.array([o["classes"] for o in out])))
 
     # -- scalars and scaling
     def weight_sum(self) -> float:
         """``sum_i s_i``."""
-        return float(self.s.sum().compute())
+        if "weight" not in self._stats:
+            self._stats["weight"] = float(self.s.sum().compute())
+        return self._stats["weight"]
 
     def weight_mean(self) -> float:
         """``sum_i s_i / n``."""
-        return float(self.s.mean().compute())
+        return self.weight_sum() / self.n
 
     def column_factors(self) -> np.ndarray:
-        """``solvers.aid.scaling.column_factors`` from the column maxima and minima (one pass)."""
+        """``solvers.aid.scaling.column_factors`` from the column magnitudes max_i |X_ij|."""
         from solvers.aid.scaling import COLUMN_FREE_EXP, pow2_factor
 
-        cmax, cmin = dask.compute(self.X.max(axis=0), self.X.min(axis=0))
-        return pow2_factor(np.maximum(cmax, -cmin), COLUMN_FREE_EXP)
+        if "magnitude" not in self._stats:
+            cmax, cmin = dask.compute(self.X.max(axis=0), self.X.min(axis=0))
+            self._stats["magnitude"] = np.maximum(cmax, -cmin)
+        return pow2_factor(self._stats["magnitude"], COLUMN_FREE_EXP)
 
     def scaled(self, col: np.ndarray) -> DaskSvmRows:
         """The rows of ``(X c, y, s)`` (lazy)."""
-        return DaskSvmRows(self.X if np.all(col == 1.0) else self.X * col, self.y, self.s)
+        if np.all(col == 1.0):
+            return DaskSvmRows(self.X, self.y, self.s, self._stats)
+        stats = {k: v for k, v in self._stats.items() if k != "magnitude"}
+        return DaskSvmRows(self.X * col, self.y, self.s, stats)
 
     def margins(self, w: np.ndarray, b: float) -> da.Array:
         """``m = 1 - y (X w + b)`` (lazy n-vector)."""
@@ -252,8 +361,7 @@ class DaskSvmRows(DaskLadRows):
             raise DataError("The 'init' parameter of aid_svm must be 'auto', 'band' or "
                             "'quantile' on a Dask array ('kmeans' needs every row in memory); "
                             "got 'kmeans'.")
-        stats = np.array(dask.compute([dask.delayed(_class_stats)(y, s)
-                                       for _, y, s in self._blocks])[0]).reshape(-1, 4)
+        stats = self._class_stats()
         first = np.vstack([np.zeros((1, 2)), np.cumsum(stats[:, :2], axis=0)])[:-1].astype(int)
         total = float(stats[:, 2:].sum())
         rng = np.random.default_rng(seed)
@@ -270,24 +378,57 @@ class DaskSvmRows(DaskLadRows):
         edges = [None if plans[c][1] is None else
                  bin_edges(picked[c][0][0], picked[c][0][1], plans[c][0], method=method)
                  for c in range(2)]
-        big = int(stats[:, 0].sum()) if edges[0] is None else edges[0].shape[0] + 1
+        n_neg = int(stats[:, 0].sum())
+        big = n_neg if edges[0] is None else edges[0].shape[0] + 1
+        size = big + (self.n - n_neg if edges[1] is None else edges[1].shape[0] + 1)
         keys = da.concatenate([
             da.from_delayed(dask.delayed(_bin_keys)(sb, y, edges[0], edges[1], f, big),
                             shape=(r,), dtype=np.int64)
             for sb, (_, y, _), f, r in zip(blocks(score), self._blocks, first, rows,
-                                           strict=True)]).persist()
+                                           strict=True)])
         if method == "quantile":
-            return compact(keys).persist()
-        size = int(keys.max().compute()) + 1
+            return self._initial_aggregate(keys, size)
+        keys = keys.persist()
         counts = tree_sum([dask.delayed(_count)(k, size) for k in blocks(keys)]).compute()
-        remap = np.cumsum(np.asarray(counts) > 0) - 1
-        k_neg = int(remap[big - 1]) + 1 if big > 0 else 0
+        present = np.asarray(counts) > 0
+        remap = np.cumsum(present) - 1
+        k_neg = int(present[:big].sum())
         centres = [picked[c][1].mean(axis=0) for c in range(2)]
         halves = da.concatenate([
             da.from_delayed(dask.delayed(_halve_keys)(x, y, k, remap, k_neg, centres),
                             shape=(r,), dtype=np.int64)
             for (x, y, _), k, r in zip(self._blocks, blocks(keys), rows, strict=True)])
-        return compact(halves).persist()
+        return self._initial_aggregate(halves, 2 * int(present.sum()))
+
+    def _class_stats(self) -> np.ndarray:
+        """Per chunk [rows of class -1, of +1, weight of class -1, of +1] (from the check)."""
+        if "classes" not in self._stats:
+            self._stats["classes"] = np.array(dask.compute(
+                [dask.delayed(_class_stats)(y, s) for _, y, s in self._blocks])[0])
+        return self._stats["classes"].reshape(-1, 4)
+
+    def _initial_aggregate(self, keys: da.Array, size: int) -> da.Array:
+        """Labels = ``keys`` (in [0, size)) compacted, with their cluster sums, in one pass;
+        :meth:`aggregate` of these labels returns the sums without a further pass."""
+        from solvers.aid.aggregation import Aggregate
+
+        keys = keys.persist()
+        parts = [dask.delayed(_keyed_sums)(x, y, s, k, size)
+                 for (x, y, s), k in zip(self._blocks, blocks(keys), strict=True)]
+        M = np.asarray(tree_sum(parts).compute())
+        present = M[:, 0] > 0
+        labels = da.map_blocks(_lookup, keys, np.cumsum(present) - 1, dtype=np.int64).persist()
+        M = M[present]
+        agg = Aggregate(labels=labels, W=M[:, 1], SX=M[:, 2:-1], SY=M[:, -1])
+        self._svm_initial = (labels, agg)
+        return labels
+
+    def aggregate(self, labels: da.Array) -> Any:
+        """``aggregate(X, y, s, labels)`` (the sums of :meth:`initial_labels` kept from its
+        last pass)."""
+        if self._svm_initial is not None and labels is self._svm_initial[0]:
+            return self._svm_initial[1]
+        return super().aggregate(labels)
 
     def _picked(self, score: da.Array, first: np.ndarray, plans: list) -> list:
         """Per class: ((scores, weights) of its bin sample, X rows of its centre sample), in
