@@ -187,29 +187,43 @@ class Problem:
         return qp, res
 
     def solve(
-        self, strategy: str = "full", *, allow_large: bool = False, **options: Any
+        self, strategy: str = "full", *, allow_large: bool = False, scheduler: Any = None,
+        client: Any = None, **options: Any
     ) -> SolveResult:
         """Solve with a strategy (``"full"`` = monolithic; see ``strategies()`` for the rest).
+
+        On Dask data (``DASK_STRATEGIES``), ``scheduler="threads"|"processes"|"synchronous"``,
+        ``scheduler="tcp://host:port"`` (a running Dask scheduler) or ``client=Client(...)``
+        says where the chunk-wise passes run; by default the active Dask scheduler. Refused
+        (ValueError) for data in memory.
 
         A full solve is checked by :func:`optmodels.guards.check_full_solve` first: refused
         above the memory budget (``allow_large=True`` lifts that), given the default time limit
         when none is passed, announced on stderr when expected to be long. The result's
         ``extra["run"]`` records the run (:func:`run_record`)."""
         from optmodels import guards
-        from optmodels.strategies import check_strategy_options, options_for, run_strategy
+        from optmodels.strategies import (
+            check_scheduler,
+            check_strategy_options,
+            options_for,
+            run_strategy,
+        )
 
         if not isinstance(allow_large, bool):
             raise ValueError(f"allow_large must be True or False; got {allow_large!r}.")
+        check_scheduler(self, scheduler, client)
         options = check_strategy_options(self.NAME, strategy, options)
         if strategy not in self.DASK_STRATEGIES:
             self.require_in_memory("The full solve" if strategy == "full"
                                    else f"Strategy {strategy!r}")
         if strategy == "full":
             options = guards.check_full_solve(self, options, allow_large=allow_large)
-        result = run_strategy(self, strategy, **options)
+        result = run_strategy(self, strategy, scheduler=scheduler, client=client, **options)
         resolved = {k: o.default for k, o in options_for(self.NAME, strategy).items()}
         resolved.update(options)
         result.extra["run"] = run_record(strategy, resolved, result)
+        if scheduler is not None or client is not None:
+            result.extra["run"]["scheduler"] = scheduler if client is None else "client"
         return result
 
     @classmethod

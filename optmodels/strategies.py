@@ -7,8 +7,9 @@ at the returned solution, so every strategy is comparable with the ``"full"`` so
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from solvers.errors import SolveError
@@ -61,10 +62,61 @@ def _check_strategy(problem: str, strategy: str) -> None:
 
 
 VERIFY_MODES = ("strategy", "independent")
+LOCAL_SCHEDULERS = ("threads", "processes", "synchronous")
+ADDRESS_PREFIXES = ("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")
+
+
+def check_scheduler(problem: Any, scheduler: Any = None, client: Any = None) -> None:
+    """Refuse a ``scheduler``/``client`` that is not one of the accepted values, both at once,
+    or either for a problem whose data are not Dask arrays."""
+    if scheduler is None and client is None:
+        return
+    if scheduler is not None and client is not None:
+        raise ValueError("Pass scheduler= or client=, not both: client=Client(...) already says "
+                         "where to run.")
+    if scheduler is not None and not (
+            scheduler in LOCAL_SCHEDULERS
+            or (isinstance(scheduler, str) and scheduler.startswith(ADDRESS_PREFIXES))):
+        raise ValueError(
+            f"scheduler must be one of {', '.join(map(repr, LOCAL_SCHEDULERS))} or the address "
+            f"of a running dask scheduler such as 'tcp://127.0.0.1:8786'; got {scheduler!r}.")
+    if client is not None and not (hasattr(client, "as_current") and hasattr(client, "get")):
+        raise ValueError(f"client must be a dask.distributed.Client; got "
+                         f"{type(client).__name__}. Pass client=Client(...) or "
+                         "scheduler='tcp://host:port'.")
+    if not getattr(problem, "lazy", False):
+        what = "scheduler=" if scheduler is not None else "client="
+        raise ValueError(
+            f"{what} chooses where Dask arrays are computed, and this {problem.NAME} problem "
+            "holds its data in memory (nothing to schedule). Drop the argument, or build the "
+            "problem from dask.array data.")
+
+
+@contextlib.contextmanager
+def dask_scheduler(scheduler: Any = None, client: Any = None) -> Iterator[None]:
+    """Run the block on ``client`` (``Client.as_current``), on a local Dask scheduler
+    (``dask.config.set(scheduler=...)``), or on a new client connected to the address
+    ``scheduler`` (closed afterwards); with neither, on the active scheduler."""
+    if client is not None:
+        with client.as_current():
+            yield
+    elif scheduler in LOCAL_SCHEDULERS:
+        import dask
+
+        with dask.config.set(scheduler=scheduler):
+            yield
+    elif scheduler is not None:
+        import distributed
+
+        with distributed.Client(scheduler, set_as_default=False) as own, own.as_current():
+            yield
+    else:
+        yield
 
 
 def run_strategy(
-    problem: Any, strategy: str, *, verify: str = "strategy", **options: Any
+    problem: Any, strategy: str, *, verify: str = "strategy", scheduler: Any = None,
+    client: Any = None, **options: Any
 ) -> SolveResult:
     """Run ``strategy`` on ``problem`` with its options validated by the strategy's table.
 
@@ -72,6 +124,9 @@ def run_strategy(
     gradient gives the decision values, AID's last evaluation gives E); ``"independent"``
     first recomputes objective and bound from the returned arrays
     (:func:`optmodels.strategy_adapters.reevaluate`). ``result.wall_time`` is the whole call.
+    On Dask data, ``scheduler`` ("threads", "processes", "synchronous" or an address
+    "tcp://host:port") or ``client`` (a ``dask.distributed.Client``) says where the chunk-wise
+    passes run (default: the active Dask scheduler); see :func:`dask_scheduler`.
     A strategy's internal RuntimeError (e.g. a subproblem the backend could not solve) gives
     a NUMERICAL_ERROR result without a solution whose ``raw_status`` is the message."""
     t0 = time.perf_counter()
@@ -80,22 +135,24 @@ def run_strategy(
             f"verify must be one of {', '.join(VERIFY_MODES)}; got {verify!r}. Use "
             "'independent' to recompute the certificate from the returned arrays."
         )
+    check_scheduler(problem, scheduler, client)
     options = check_strategy_options(problem.NAME, strategy, options)
     runner = _REGISTRY[problem.NAME][strategy]
-    try:
-        result = runner(problem, **options)
-    except SolveError:
-        raise
-    except RuntimeError as exc:
-        result = _failed(exc)
-    result.strategy = strategy
-    if verify == "independent" and strategy != "full":
-        from optmodels.strategy_adapters import reevaluate
+    with dask_scheduler(scheduler, client):
+        try:
+            result = runner(problem, **options)
+        except SolveError:
+            raise
+        except RuntimeError as exc:
+            result = _failed(exc)
+        result.strategy = strategy
+        if verify == "independent" and strategy != "full":
+            from optmodels.strategy_adapters import reevaluate
 
-        reevaluate(problem, result)
-    # One meaning of "optimal" for every strategy: the problem-level certificate (a full solve
-    # certifies itself, with NUMERICAL_ERROR as the failure).
-    problem.certify(result)
+            reevaluate(problem, result)
+        # One meaning of "optimal" for every strategy: the problem-level certificate (a full
+        # solve certifies itself, with NUMERICAL_ERROR as the failure).
+        problem.certify(result)
     result.wall_time = time.perf_counter() - t0
     return result
 

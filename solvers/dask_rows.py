@@ -199,7 +199,7 @@ class DaskRows:
             da.from_delayed(dask.delayed(operator.getitem)(q, 0), shape=(rows,), dtype=float)
             for q, rows in zip(parts, self.A.chunks[0], strict=True)])
         total = tree_sum([dask.delayed(operator.getitem)(q, 1) for q in parts])
-        Ap, total = dask.persist(Ap, total)
+        Ap, total = dask.persist(Ap, total, optimize_graph=False)  # no task twice
         return np.asarray(total.compute()), Ap
 
     def zeros(self) -> da.Array:
@@ -776,7 +776,8 @@ class DaskLadRows:
             codes = da.concatenate([da.from_delayed(q[0], shape=(r,), dtype=np.int64)
                                     for q, r in zip(parts, self.X.chunks[0], strict=True)])
             codes, present, sums = dask.persist(codes, tree_sum([q[1] for q in parts]),
-                                                tree_sum([q[2] for q in parts]))
+                                                tree_sum([q[2] for q in parts]),
+                                                optimize_graph=False)
             present, M = dask.compute(present, sums)
             present = np.asarray(present) > 0
             if shift is not None or not halve or present[:int(present.sum())].all():
@@ -836,7 +837,7 @@ class DaskLadRows:
         lab = agg.labels.to_delayed(optimize_graph=False).ravel()
         parts = [dask.delayed(_evaluate)(x, y, s, q, beta, b, K, tol, quantile)
                  for (x, y, s), q in zip(self._blocks, lab, strict=True)]
-        agg.labels, total = dask.persist(agg.labels, tree_sum(parts))
+        agg.labels, total = dask.persist(agg.labels, tree_sum(parts), optimize_graph=False)
         out = np.asarray(total.compute())
         pos, neg = out[1:K + 1], out[K + 1:2 * K + 1]
         tot, cnt = out[2 * K + 1:4 * K + 1], out[4 * K + 1:]
@@ -859,7 +860,7 @@ class DaskLadRows:
             da.from_delayed(dask.delayed(operator.getitem)(q, 0), shape=(rows,), dtype=np.int64)
             for q, rows in zip(parts, self.X.chunks[0], strict=True)])
         total = tree_sum([dask.delayed(operator.getitem)(q, 1) for q in parts])
-        codes, total = dask.persist(codes, total)
+        codes, total = dask.persist(codes, total, optimize_graph=False)
         M = np.asarray(total.compute())
         keys = np.flatnonzero(M[:, 0] > 0)  # the pieces present, in the order of np.unique
         key_cluster = mixed_ids[keys // P]

@@ -1,0 +1,140 @@
+"""AID-LAD on Dask: where it runs (``solve(..., scheduler=/client=)``), how many graphs it
+submits (the fused passes), and Parquet data whose chunk sizes Dask does not know.
+
+References: the same solve on the in-memory arrays (the Dask passes must give the same
+numbers), and the number of graphs counted by a scheduler function that runs them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+da = pytest.importorskip("dask.array")
+distributed = pytest.importorskip("distributed")
+
+import dask  # noqa: E402
+import test_dask  # noqa: E402  (tests/ is on sys.path under pytest)
+
+from optmodels.lad import LAD  # noqa: E402
+from solvers.aid.lad import aid_lad  # noqa: E402
+from solvers.result import TerminationCondition  # noqa: E402
+
+client = test_dask.client  # the module-scoped LocalCluster fixture: 2 processes, 1 thread each
+
+
+def _data(n=3000, p=3, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.standard_normal((n, p))
+    return X, X @ rng.standard_normal(p) + rng.laplace(size=n)
+
+
+def _chunked(X, y, rows=750):
+    return da.from_array(X, chunks=(rows, X.shape[1])), da.from_array(y, chunks=rows)
+
+
+def _same(a, b):
+    assert a.termination is b.termination is TerminationCondition.CERTIFIED
+    assert abs(a.objective - b.objective) <= 1e-12 * b.objective
+    assert np.allclose(a.x, b.x, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("where", ["synchronous", "threads", "address", "client"])
+def test_solve_runs_where_asked_with_the_in_memory_answer(client, where):
+    X, y = _data()
+    mem = LAD(X, y).solve("aid", n_clusters=60, init="band")
+    kw = ({"client": client} if where == "client" else
+          {"scheduler": client.scheduler.address if where == "address" else where})
+    dsk = LAD(*_chunked(X, y)).solve("aid", n_clusters=60, init="band", **kw)
+    _same(dsk, mem)
+    assert dsk.extra["run"]["scheduler"] == (kw.get("scheduler") or "client")
+
+
+def test_scheduler_choice_runs_there(client):
+    """The synchronous choice runs every task in this thread, a client's on its workers."""
+    import threading
+
+    X, y = _data(n=1200)
+    where = []
+    Xd = da.from_array(X, chunks=(400, 3)).map_blocks(
+        lambda b: where.append(threading.get_ident()) or b, dtype=float)
+    LAD(Xd, y).solve("aid", n_clusters=30, scheduler="synchronous")
+    assert where and set(where) == {threading.get_ident()}
+
+
+def test_scheduler_and_client_refused_with_the_accepted_values(client):
+    X, y = _data(n=600)
+    lazy = LAD(*_chunked(X, y, rows=300))
+    with pytest.raises(ValueError, match=r"scheduler must be one of 'threads', 'processes', "
+                                         r"'synchronous' or the address.*got 'gpu'"):
+        lazy.solve("aid", scheduler="gpu")
+    with pytest.raises(ValueError, match="client must be a dask.distributed.Client; got str"):
+        lazy.solve("aid", client="tcp://127.0.0.1:1")
+    with pytest.raises(ValueError, match="not both"):
+        lazy.solve("aid", scheduler="threads", client=client)
+    with pytest.raises(ValueError, match="holds its data in memory"):
+        LAD(X, y).solve("aid", scheduler="threads")
+
+
+class _Counter:
+    """A scheduler function: counts the graphs and runs them on the synchronous scheduler."""
+
+    def __init__(self):
+        self.graphs = 0
+
+    def __call__(self, dsk, keys, **kwargs):
+        self.graphs += 1
+        return dask.get(dsk, keys, **kwargs)
+
+
+def test_passes_per_iteration_and_before_the_first(client):
+    """Before the first LP: check, histogram + subsamples, quantile bracket, initial codes
+    (each one graph; the codes' sums are fetched by a fifth, which runs nothing). Per
+    iteration: evaluate and split, each one graph plus the fetch of its small result."""
+    X, y = _data(n=4000)
+    mem = aid_lad(X, y, n_clusters=80, init="band")
+    c = _Counter()
+    marks = []
+    with dask.config.set(scheduler=c):
+        dsk = aid_lad(*_chunked(X, y, rows=1000), n_clusters=80, init="band",
+                      callback=lambda it, h, lab: marks.append(c.graphs))
+    _same(dsk, mem)
+    assert dsk.iterations >= 3
+    assert marks[0] <= 5
+    assert np.all(np.diff(marks) == 4)
+
+
+def test_parquet_with_unknown_chunk_sizes_and_the_cli(client, tmp_path, capsys):
+    pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
+    dd = pytest.importorskip("dask.dataframe")
+    from test_dask_api import _cli_json
+
+    from instances.io import save
+
+    X, y = _data(n=2400)
+    s = np.random.default_rng(3).uniform(0.5, 2.0, X.shape[0])
+    (tmp_path / "pq").mkdir()
+    for i in range(4):
+        rows = slice(600 * i, 600 * (i + 1))
+        part = pd.DataFrame(X[rows], columns=["a", "b", "c"])
+        part["y"], part["sample_weight"] = y[rows], s[rows]
+        part.to_parquet(tmp_path / "pq" / f"part-{i}.parquet")
+    df = dd.read_parquet(str(tmp_path / "pq"))
+    Xd, yd = df[["a", "b", "c"]].to_dask_array(), df["y"].to_dask_array()
+    assert np.isnan(Xd.chunks[0][0]) and np.isnan(yd.chunks[0][0])  # sizes unknown to Dask
+    mem = LAD(X, y, sample_weight=s).solve("aid", n_clusters=60, init="band")
+    lazy = LAD(Xd, yd, sample_weight=df["sample_weight"].to_dask_array()).solve(
+        "aid", n_clusters=60, init="band")
+    _same(lazy, mem)
+    save(tmp_path / "all.npz", X, y, s)
+    cmd = ["solve", "lad", "--strategy", "aid", "--param", "n_clusters=60", "--param",
+           "init=band", "--json"]
+    want = _cli_json([*cmd, "--data", str(tmp_path / "all.npz")], capsys)
+    got = _cli_json([*cmd, "--data", str(tmp_path / "pq"), "--scheduler",
+                     client.scheduler.address], capsys)
+    assert got["certified"] and want["certified"] and list(got["coefficients"]) == ["a", "b", "c"]
+    assert np.allclose(list(got["coefficients"].values()), list(want["coefficients"].values()),
+                       rtol=1e-12, atol=1e-12)
+    assert got["objective"] == pytest.approx(mem.objective, rel=1e-12)
+    assert want["objective"] == pytest.approx(mem.objective, rel=1e-12)
