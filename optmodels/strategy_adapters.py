@@ -23,6 +23,7 @@ from solvers.aid import aid_lad, aid_svm
 from solvers.errors import DataError
 from solvers.result import SolveResult
 from solvers.sketch import RIDGE_METHODS, solve_ridge
+from solvers.sketch.ipm_svm import ipm_svm
 from solvers.sketch.newton import sketched_newton
 from solvers.smo import block_klr, block_svm, smo_klr, smo_svm
 
@@ -209,6 +210,31 @@ def _svm_newton(problem: Any, **options: Any) -> SolveResult:
         res.objective = problem.primal_objective(res.x, b)
         res.bound = problem.dual_objective(alpha)
         res.extra.update(b=b, alpha=alpha, form="primal")
+        res.extra["train_accuracy"] = problem.train_accuracy(res)
+    return res
+
+
+@adapter("svm", "ipm", ipm_svm, {"X", "y", "C", "sample_weight", "class_weight"}, opt.IPM_SVM)
+def _svm_ipm(problem: Any, **options: Any) -> SolveResult:
+    """Interior point on the linear hinge-loss primal QP with sketch-preconditioned CG.
+    ``objective`` = P(w, b) and ``bound`` = D(alpha) at the IPM's multipliers made feasible
+    (problem.feasible_alpha), evaluated by the problem, so its certificate decides OPTIMAL."""
+    if problem.kernel != "linear":
+        raise DataError(
+            f"Strategy 'ipm' of svm solves the linear primal QP, so it needs kernel='linear'; "
+            f"this problem has kernel={problem.kernel!r}. Use strategy 'smo', 'block', 'aid' "
+            "or 'full' for that kernel."
+        )
+    _check_loss(problem, "ipm", "hinge")
+    if "preconditioner" in options and options["preconditioner"] is None:
+        options["preconditioner"] = "none"  # the table reads the string 'none' as None
+    res = ipm_svm(dense_X(problem, "ipm"), problem.y, C=problem.C,
+                  sample_weight=_svm_weights(problem), **options)
+    if res.x is not None:
+        b = float(res.extra["b"])
+        res.objective = problem.primal_objective(res.x, b)
+        res.bound = problem.dual_objective(problem.feasible_alpha(res.extra["alpha"]))
+        res.extra["form"] = "primal"
         res.extra["train_accuracy"] = problem.train_accuracy(res)
     return res
 

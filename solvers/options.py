@@ -355,6 +355,36 @@ NEWTON_KLR = _newton_table("log(2) sum_i C_i")
 """The options of ``sketched_newton`` for plain KLR with the linear kernel (logistic loss)."""
 
 
+# ---------------------------------------------------------------------------- interior point
+IPM_REWEIGHTS = ("active", "resketch", "scalar")
+
+IPM_SVM = table(
+    Option("preconditioner", "choice", "rfd",
+           "preconditioner of CG on I + X'DX: none (also None), diag (Jacobi), fd / rfd "
+           "(Sigma (E + B'B) Sigma from a sketch)", choices=NEWTON_PRECONDITIONERS,
+           none_ok=True),
+    Option("reweight", "choice", "active",
+           "rows sketched per step: 'active' (those holding all but active_tol of the trace of "
+           "X'DX; exact when at most m), 'resketch' (all rows), 'scalar' (one sketch of "
+           "sqrt(C) X, rescaled)", choices=IPM_REWEIGHTS),
+    Option("m", "int", None, "sketch size (rows of B), at most p; default min(p, 64)", "ell",
+           low=1, none_ok=True),
+    Option("active_tol", "float", 0.01,
+           "share of the trace of X'DX left to the diagonal part E (reweight='active')",
+           low=0.0, high=1.0, closed="left"),
+    _tol(1e-9, "stop with OPTIMAL once the duality gap (P - D) / sum_i C_i <= tol"),
+    _max_iter(100, "interior-point steps (ITERATION_LIMIT when reached)"),
+    Option("cg_tol", "float", 0.1, "CG relative residual cap; shrinks with mu / mu_0",
+           low=0.0, high=1.0),
+    Option("cg_max_iter", "int", None, "CG iterations per system; default max(100, 2p)",
+           low=1, none_ok=True),
+    Option("block_size", "int", 4096, "rows per block when streaming rows through a sketch",
+           low=1),
+)
+"""The options of ``ipm_svm`` for the linear hinge-loss SVM (the problem fixes the data and
+the weights)."""
+
+
 def ridge_unused(method: str) -> frozenset[str]:
     """Keywords of solve_ridge that ``method`` does not use (and so refuses as options)."""
     all_names = {"max_iter", "seed", "sketch"}
