@@ -28,8 +28,11 @@ from solvers.validation import describe_range, invalid, to_bool, to_number
 
 # Choices and defaults of solvers.aid, kept here so this table module stays import-light
 # (tests/test_options.py checks them against solvers.aid's own constants).
-LAD_METHODS = SVM_METHODS = ("band", "quantile", "kmeans")
+LAD_METHODS = ("pk", "band", "quantile", "kmeans")
+SVM_METHODS = ("band", "quantile", "kmeans")
 SPLIT_RULES = ("refine", "sign")
+LAD_SPLIT_RULES = ("auto", "refine", "sign", "near")
+LAD_LP_SOLVERS = ("auto", "ipm", "simplex")
 SUBSOLVERS = ("clarabel", "highs")
 DEFAULT_LAD_CLUSTERS = DEFAULT_SVM_CLUSTERS = 1000
 
@@ -201,18 +204,17 @@ def _tol(default: float, meaning: str, symbol: str = "", *, zero_ok: bool = Fals
 
 
 # ---------------------------------------------------------------------------- AID
-def _aid_common(default_clusters: int) -> tuple[Option, ...]:
+def _aid_common(default_clusters: int, split: Option) -> tuple[Option, ...]:
     return (
         Option("n_clusters", "int", default_clusters,
-               "initial number of clusters (a float in (0, 1] is a share of n)", "|K^0|",
-               low=1, fraction=True),
+               "initial number of clusters (a float in (0, 1] is a share of n; not used by "
+               "init='pk', which sizes itself)", "|K^0|", low=1, fraction=True),
         Option("gap_tol", "float", 0.0,
                "stop with GAP_LIMIT once (E_best - F) / natural scale <= gap_tol (0: certify)",
                "epsilon", low=0.0),
         _max_iter(100, "AID iterations (ITERATION_LIMIT when reached)", "T"),
         _time_limit(),
-        Option("split", "choice", "refine",
-               "split rule: 'sign' (the paper's 2-way) or 'refine' (4-way)", choices=SPLIT_RULES),
+        split,
         Option("zero_tol", "float", 1e-9,
                "residuals (LAD) / margins (SVM) this close to zero fit either sign", low=0.0),
         _verbose("print iteration, clusters, F, E, gap"),
@@ -222,19 +224,32 @@ def _aid_common(default_clusters: int) -> tuple[Option, ...]:
 
 
 AID_LAD = table(
-    *_aid_common(DEFAULT_LAD_CLUSTERS),
-    Option("init", "choice", "band", "initial clustering method, or your labels (one per row)",
-           choices=LAD_METHODS, or_array=True),
+    *_aid_common(DEFAULT_LAD_CLUSTERS, Option(
+        "split", "choice", "auto",
+        "split rule: 'sign' (the paper's 2-way), 'refine' (4-way), 'near' (misfits of a "
+        "cluster become singletons); 'auto' = near with lp='ipm', else refine",
+        choices=LAD_SPLIT_RULES)),
+    Option("init", "choice", "auto",
+           "initial clustering: 'pk' (Portnoy-Koenker band of singletons and two globs), "
+           "'band', 'quantile', 'kmeans', or your labels; 'auto' = pk in memory, band on Dask "
+           "or with lp='simplex'", choices=("auto", *LAD_METHODS), or_array=True),
+    Option("lp", "choice", "auto",
+           "solver of the aggregated LP: 'ipm' (Frisch-Newton interior point) or 'simplex' "
+           "(HiGHS, warm-started); 'auto' = ipm with init='pk', else simplex",
+           choices=LAD_LP_SOLVERS),
     Option("warm_start", "bool", True,
-           "keep the HiGHS model and basis between iterations"),
+           "lp='simplex': keep the HiGHS model and basis between iterations"),
     Option("sift", "bool", True,
-           "with warm_start: fix pure clusters at a bound so the simplex prices few columns"),
+           "lp='simplex' with warm_start: fix pure clusters at a bound so the simplex prices "
+           "few columns (the interior point always sifts after its first solve)"),
     Option("callback", "callable", None,
            "callback(iteration, highs, labels) after each aggregated solve", none_ok=True),
 )
 
 AID_SVM = table(
-    *_aid_common(DEFAULT_SVM_CLUSTERS),
+    *_aid_common(DEFAULT_SVM_CLUSTERS, Option(
+        "split", "choice", "refine", "split rule: 'sign' (the paper's 2-way) or 'refine' (4-way)",
+        choices=SPLIT_RULES)),
     Option("init", "choice", "auto",
            "initial clustering: 'auto' = band (linear) / kmeans (kernel), or your labels",
            choices=("auto", *SVM_METHODS), or_array=True),

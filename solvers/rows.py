@@ -238,11 +238,12 @@ class LadRows:
             agg.labels, agg.n_clusters, r, tol), r
 
     def split(self, agg: Any, mixed: np.ndarray, r: np.ndarray,
-              refine: bool) -> tuple[np.ndarray, np.ndarray]:
-        """Split the mixed clusters by the sign of ``r`` (see ``split_mixed``)."""
-        from solvers.aid.aggregation import split_mixed
+              rule: str) -> tuple[np.ndarray, np.ndarray]:
+        """Split the mixed clusters by the sign of ``r`` and ``rule`` (see
+        ``solvers.aid.aggregation.split_by_rule``)."""
+        from solvers.aid.aggregation import split_by_rule
 
-        return split_mixed(agg, self.X, self.y, self.s, mixed, r, refine=refine)
+        return split_by_rule(agg, self.X, self.y, self.s, mixed, r, rule)
 
     def columns(self) -> dict[str, np.ndarray]:
         """The named arrays, for the scaling diagnosis."""

@@ -73,7 +73,7 @@ def assert_monotone(res):
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 @pytest.mark.parametrize("kind", ["plain", "ties", "duplicates", "outliers", "weights"])
-@pytest.mark.parametrize("init", ["band", "quantile", "kmeans"])
+@pytest.mark.parametrize("init", ["pk", "band", "quantile", "kmeans"])
 def test_matches_monolithic(seed, kind, init):
     X, y, s = make_lad(seed, kind=kind)
     res = aid_lad(X, y, sample_weight=s, n_clusters=12, init=init, seed=seed)
@@ -100,7 +100,8 @@ def test_margin_screening_matches_monolithic(monkeypatch, kind, quantile):
     monkeypatch.setattr(lad_mod, "SCREEN_MIN_ROWS", 0)
     monkeypatch.setattr(lad_mod, "FULL_FRACTION", 1.0)
     X, y, s = make_lad(3, n=6000, p=4, kind=kind)
-    res = aid_lad(X, y, sample_weight=s, n_clusters=8, quantile=quantile, split="sign")
+    res = aid_lad(X, y, sample_weight=s, n_clusters=8, quantile=quantile, split="sign",
+                  init="band")  # the simplex path, which screens
     w = np.ones(len(y)) if s is None else s
     r = residuals(X, y, res)
     check = float(w @ np.where(r > 0, 2 * quantile * r, 2 * (quantile - 1) * r))
@@ -396,7 +397,7 @@ def test_solver_failure_is_a_result_not_an_exception(monkeypatch):
     monkeypatch.setattr(lad_lp, "read_outcome", lambda h, q: lad_lp.LpOutcome(
         lad_lp.STATUS_MAP["kSolveError"], "kSolveError"))
     X, y, _ = make_lad(14, kind="plain")
-    res = aid_lad(X, y, n_clusters=12, sift=False)
+    res = aid_lad(X, y, n_clusters=12, sift=False, init="band")  # (band: the simplex path)
     assert res.termination is TerminationCondition.NUMERICAL_ERROR
     assert res.solution_status is SolutionStatus.NO_SOLUTION and res.x is None
     assert "kSolveError" in res.raw_status and "iteration 1" in res.raw_status

@@ -46,7 +46,7 @@ def _chunked(X, y, rows=750):
 
 def test_lad_aid_on_dask_is_the_in_memory_certified_optimum(client):
     X, y = _lad_data()
-    mem = LAD(X, y).solve("aid", n_clusters=80)
+    mem = LAD(X, y).solve("aid", n_clusters=80, init="band")  # the default on Dask
     dsk = LAD(*_chunked(X, y)).solve("aid", n_clusters=80)
     full = LAD(X, y).solve("full")
     assert dsk.termination is mem.termination is TerminationCondition.CERTIFIED
@@ -129,7 +129,7 @@ def test_nan_in_one_chunk_refused_at_construction_like_in_memory(client):
 def test_estimators_fit_on_dask_equal_in_memory(client):
     X, y = _lad_data()
     Xd, yd = _chunked(X, y)
-    for est, opts in ((LADRegressor(strategy="aid"), {"n_clusters": 80}),
+    for est, opts in ((LADRegressor(strategy="aid"), {"n_clusters": 80, "init": "band"}),
                       (RidgeRegressor(alpha=5.0, strategy="pcg-rfd"),
                        {"m": 3, "tol": 1e-12, "max_iter": 50})):
         mem = est.set_params(strategy_options=opts).fit(X, y)
@@ -172,7 +172,7 @@ def _npy_chunks(tmp_path):
     return str(tmp_path / "all.npz"), str(tmp_path / "chunks" / "*.npy")
 
 
-CLI_AID = ["solve", "lad", "--strategy", "aid", "--json"]
+CLI_AID = ["solve", "lad", "--strategy", "aid", "--param", "init=band", "--json"]
 
 
 def test_cli_npy_chunks_on_a_scheduler_equal_in_memory(client, tmp_path, capsys):

@@ -103,12 +103,14 @@ def test_unknown_option_lists_the_valid_names(problem, strategy):
 def test_inlined_aid_constants_equal_the_aid_modules():
     from solvers import options
     from solvers.aid.clustering import LAD_METHODS, SVM_METHODS
-    from solvers.aid.lad import DEFAULT_LAD_CLUSTERS, SPLIT_RULES
-    from solvers.aid.svm import DEFAULT_SVM_CLUSTERS
+    from solvers.aid.lad import DEFAULT_LAD_CLUSTERS, LP_SOLVERS
+    from solvers.aid.lad import SPLIT_RULES as LAD_SPLIT_RULES
+    from solvers.aid.svm import DEFAULT_SVM_CLUSTERS, SPLIT_RULES
     from solvers.aid.svm_qp import SUBSOLVERS
 
     assert (options.LAD_METHODS, options.SVM_METHODS) == (LAD_METHODS, SVM_METHODS)
     assert (options.SPLIT_RULES, options.SUBSOLVERS) == (SPLIT_RULES, SUBSOLVERS)
+    assert (options.LAD_SPLIT_RULES, options.LAD_LP_SOLVERS) == (LAD_SPLIT_RULES, LP_SOLVERS)
     assert options.DEFAULT_LAD_CLUSTERS == DEFAULT_LAD_CLUSTERS
     assert options.DEFAULT_SVM_CLUSTERS == DEFAULT_SVM_CLUSTERS
 

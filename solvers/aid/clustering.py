@@ -45,7 +45,9 @@ from solvers.aid.aggregation import compact_labels
 from solvers.aid.lad_lp import AggregatedLadLP, quantile_box
 from solvers.result import TerminationCondition
 
-LAD_METHODS = ("band", "quantile", "kmeans")
+LAD_METHODS = ("pk", "band", "quantile", "kmeans")
+PK_BAND = 0.8
+"""The band of the "pk" start holds PK_BAND times its subsample size, sqrt(q) n^(2/3) rows."""
 SVM_METHODS = ("band", "quantile", "kmeans")
 DEFAULT_SAMPLE_SIZE = 20_000
 DEFAULT_BAND = 0.05
@@ -95,7 +97,7 @@ def fit_lad_subsample(
     return coef[:p], float(coef[p]) if fit_intercept else 0.0
 
 
-def _one_blas_thread():
+def one_blas_thread():
     """A context limiting BLAS to one thread when threadpoolctl is installed.
 
     The IRLS products are small (m x p with p <= ~100); on a busy 2-core machine a
@@ -113,7 +115,7 @@ def _irls(
 ) -> np.ndarray:
     """min sum s_i rho(y_i - a_i'c) (rho the check loss of ``quantile``; |.| at 1/2) by
     reweighted least squares (a few ridge-stabilised solves)."""
-    with _one_blas_thread():
+    with one_blas_thread():
         return _irls_loop(A, y, s, iters, quantile)
 
 
@@ -232,6 +234,8 @@ def lad_clusters(
     if n_clusters >= n:
         return np.arange(n, dtype=np.int64)
     rng = np.random.default_rng(seed)
+    if method == "pk":  # sizes itself by n and p (``n_clusters`` is not used)
+        return pk_start(X, y, s, fit_intercept, quantile, rng)
     beta, b = fit_lad_subsample(X, y, s, fit_intercept=fit_intercept,
                                 idx=subsample(n, sample_size, rng), quantile=quantile)
     r = y - X @ beta - b if X.shape[1] else y - b
@@ -241,6 +245,51 @@ def lad_clusters(
         return score_bins(r, s, n_clusters, method=method, rng=rng)
     labels = score_bins(r, s, max(1, n_clusters // 2), method=method, rng=rng)
     return cycle_split(labels, X, rng)
+
+
+def pk_start(X: np.ndarray, y: np.ndarray, s: np.ndarray, fit_intercept: bool, quantile: float,
+             rng: np.random.Generator, band: float = PK_BAND) -> np.ndarray:
+    """Portnoy and Koenker's start: fit the subsample of m = sqrt(q) n^(2/3) rows exactly (q
+    coefficients; by the interior point of :mod:`solvers.aid.fn_lp`), standardise every
+    residual by its prediction's leverage, r_i / ||L^-1 a_i|| (L L' = A_s'A_s, a_i = (x_i, 1)),
+    and make the ``band`` m rows that rank nearest the tau-quantile clusters of one row, the
+    rows below and above the band two large clusters ("globs").
+
+    At the optimum only the rows on the hyperplane are fractional; with a good subsample fit
+    they lie in the band, the globs are sign-pure and the first aggregated LP is already the
+    exact problem.  Otherwise the globs are mixed and AID splits them (``split="near"`` sheds
+    their misfits as singletons, as Portnoy and Koenker's fix-up adds them to the band).
+    """
+    from solvers.aid.fn_lp import IpmLadLP
+
+    n, p = X.shape
+    q = p + int(fit_intercept)
+    m = int(np.sqrt(max(q, 1)) * n ** (2.0 / 3.0))
+    M = int(band * m)
+    if M >= n - 2 or q == 0:
+        return np.arange(n, dtype=np.int64)
+    idx = subsample(n, m, rng)
+    A = np.column_stack([X[idx], np.ones(idx.shape[0])]) if fit_intercept else X[idx]
+    out = IpmLadLP(A * s[idx, None], s[idx] * y[idx], box=quantile_box(quantile)).solve()
+    if out.coef is None:  # pragma: no cover - a small, well-posed LP
+        return score_bins(y, s, 2, method="quantile", rng=rng)
+    beta, b = out.coef[:p], (out.coef[p] if fit_intercept else 0.0)
+    r = y - X @ beta - b
+    try:
+        Linv = np.linalg.inv(np.linalg.cholesky(A.T @ A))
+        Z = X @ Linv[:, :p].T  # rows L^-1 a_i, a_i = (x_i, 1), without forming [X, 1]
+        if fit_intercept:
+            Z += Linv[:, p]
+        r = r / np.maximum(np.sqrt(np.einsum("ij,ij->i", Z, Z)), 1e-300)
+    except np.linalg.LinAlgError:  # collinear subsample: rank the raw residuals
+        pass
+    lo_k = int(min(max(quantile * n - M / 2, 0), n - 1))
+    hi_k = int(min(lo_k + M, n - 1))
+    lo, hi = np.partition(r, (lo_k, hi_k))[[lo_k, hi_k]]
+    near = (r >= lo) & (r <= hi)
+    labels = np.where(r < lo, 0, 1).astype(np.int64)
+    labels[near] = 2 + np.arange(int(near.sum()))
+    return compact_labels(labels)
 
 
 def cycle_split(labels: np.ndarray, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -64,9 +64,10 @@ from typing import Any
 import highspy
 import numpy as np
 
-from solvers.aid.aggregation import Aggregate, aggregate, split_mixed
+from solvers.aid.aggregation import Aggregate, aggregate, split_by_rule
 from solvers.aid.certificate import pure_verdict, subproblem_failure
 from solvers.aid.clustering import LAD_METHODS, lad_clusters
+from solvers.aid.fn_lp import IpmLadLP
 from solvers.aid.lad_lp import AggregatedLadLP, SiftedLadLP, lad_dual_lp, new_highs, quantile_box
 from solvers.aid.scaling import LadScaling, worst_scaled
 from solvers.aid.screening import MarginScreen, pure_part
@@ -90,7 +91,9 @@ from solvers.validation import (
 )
 
 DEFAULT_LAD_CLUSTERS = 1000
-SPLIT_RULES = ("refine", "sign")
+SPLIT_RULES = ("auto", "refine", "sign", "near")
+LP_SOLVERS = ("auto", "ipm", "simplex")
+INIT_METHODS = ("auto", *LAD_METHODS)
 SCREEN_MIN_ROWS = 50_000
 """From this many rows on, iterations skip the clusters proven pure (see :class:`_Evaluation`)."""
 FULL_FRACTION = 0.25
@@ -105,13 +108,14 @@ def aid_lad(
     fit_intercept: bool = True,
     quantile: float = 0.5,
     n_clusters: int | float = DEFAULT_LAD_CLUSTERS,
-    init: str | np.ndarray = "band",
+    init: str | np.ndarray = "auto",
     gap_tol: float = 0.0,
     max_iter: int = 100,
     time_limit: float | None = None,
     warm_start: bool = True,
-    split: str = "refine",
+    split: str = "auto",
     sift: bool = True,
+    lp: str = "auto",
     zero_tol: float = 1e-9,
     callback: Callable[[int, highspy.Highs, np.ndarray], None] | None = None,
     verbose: bool = False,
@@ -136,25 +140,38 @@ def aid_lad(
         tau in (0, 1): the objective is E = sum_i s_i (2 tau r_i^+ + 2 (1 - tau) r_i^-), twice
         the check loss (0.5: LAD, E = sum_i s_i |r_i|).
     n_clusters : int or float
-        |K^0|, the initial number of clusters (a float in (0, 1] is a fraction of n).
-    init : {"band", "quantile", "kmeans"} or (n,) int array
+        |K^0|, the initial number of clusters (a float in (0, 1] is a fraction of n) of the
+        "band", "quantile" and "kmeans" starts; "pk" sizes itself.
+    init : {"auto", "pk", "band", "quantile", "kmeans"} or (n,) int array
         Initial clustering, see :func:`solvers.aid.clustering.lad_clusters`, or the labels of
-        your own clustering (one int per row).
+        your own clustering (one int per row). "pk" (Portnoy and Koenker): the
+        sqrt(q) n^(2/3) rows nearest an exact subsample fit as clusters of one row, the rest
+        in two globs. "auto": "pk" in memory, "band" on Dask or with ``lp="simplex"``.
     gap_tol : float
         Stop with GAP_LIMIT once (E_best - F) / scale <= gap_tol, ``scale`` the natural scale
         of :func:`lad_natural_scale` (0: run to the certificate).
     max_iter, time_limit : int, float or None
         Limits; hitting one gives ITERATION_LIMIT / TIME_LIMIT and a FEASIBLE solution.
     warm_start : bool
-        Keep the HiGHS model and basis between iterations (append split clusters as columns).
-    split : {"refine", "sign"}
+        ``lp="simplex"``: keep the HiGHS model and basis between iterations (append split
+        clusters as columns).
+    split : {"auto", "refine", "sign", "near"}
         "sign": a mixed cluster splits into {r > 0} and {r <= 0} (the paper's rule);
         "refine": each of the two halves is halved again at its mean |r|, which isolates the
-        rows near the hyperplane in fewer iterations (any refinement keeps AID exact).
+        rows near the hyperplane in fewer iterations; "near": the rows on a cluster's minority
+        side become clusters of one row (:func:`solvers.aid.aggregation.split_near`); any
+        refinement keeps AID exact. "auto": "near" with ``lp="ipm"``, else "refine" ("near"
+        runs as "refine" on Dask).
     sift : bool
-        With ``warm_start``: fix the columns of pure clusters that sit at a bound, so the
-        simplex prices only the clusters near the hyperplane; a fixed column whose reduced
-        cost turns wrong is freed and the LP re-run, so each F^t is still the exact optimum.
+        ``lp="simplex"`` with ``warm_start``: fix the columns of pure clusters that sit at a
+        bound, so the simplex prices only the clusters near the hyperplane; a fixed column
+        whose reduced cost turns wrong is freed and the LP re-run, so each F^t is still the
+        exact optimum (the interior point sifts likewise after its first solve).
+    lp : {"auto", "ipm", "simplex"}
+        Solver of the aggregated LP: "ipm", the Frisch-Newton interior point of
+        :mod:`solvers.aid.fn_lp` (O(K q^2) per iteration, for the many singleton clusters of
+        "pk"), or "simplex", HiGHS's dual simplex warm-started between iterations. "auto":
+        "ipm" with ``init="pk"``, else "simplex". The certificate is the same for both.
     zero_tol : float
         Residuals with |r_i| <= zero_tol * (1 + max|y'|) count as zero (fit either sign), so
         rows on the hyperplane do not split forever on rounding noise; y' is the scaled target
@@ -202,16 +219,17 @@ def aid_lad(
         if not isinstance(init, str):
             init = data.labels_from(init)
         else:
-            init = check_choice(init, "init", f, LAD_METHODS)
+            init = check_choice(init, "init", f, INIT_METHODS)
     elif not isinstance(init, str):
         init = _check_init_labels(init, n)
     else:
-        init = check_choice(init, "init", f, LAD_METHODS)
+        init = check_choice(init, "init", f, INIT_METHODS)
     gap_tol = check_nonnegative(gap_tol, "gap_tol", f)
     max_iter = check_int(max_iter, "max_iter", f)
     time_limit = check_positive(time_limit, "time_limit", f, none_ok=True)
     zero_tol = check_nonnegative(zero_tol, "zero_tol", f)
-    split = check_choice(split, "split", f, SPLIT_RULES)
+    init, lp, split = _resolve_auto(init, check_choice(lp, "lp", f, LP_SOLVERS),
+                                    check_choice(split, "split", f, SPLIT_RULES), data is not None)
     quantile = check_quantile(quantile)
     if not isinstance(fit_intercept, (bool, np.bool_)):
         raise ValueError(f"'fit_intercept' must be True or False; got {fit_intercept!r}.")
@@ -225,8 +243,24 @@ def aid_lad(
     tol = zero_tol * (1.0 + data.max_abs_y)
     scale = natural if natural > 0 else 1.0
     state = _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, tol,
-                 callback, verbose, t0, split == "refine", sift, sc, scale, quantile)
+                 callback, verbose, t0, split, sift, sc, scale, quantile, lp)
     return _result(state, agg, keep, n, fit_intercept, t0, sc, scale)
+
+
+def _resolve_auto(init: Any, lp: str, split: str, on_dask: bool) -> tuple[Any, str, str]:
+    """The "auto" choices: in memory the Portnoy-Koenker start ("pk") with the interior point
+    and the "near" split; on Dask (where "pk" is not offered) "band" with the warm-started
+    simplex and the "refine" split.  Each "auto" follows the choices made explicitly."""
+    if isinstance(init, str) and init == "auto":
+        init = "band" if on_dask or lp == "simplex" else "pk"
+    if on_dask and isinstance(init, str) and init == "pk":
+        raise DataError("init='pk' (the Portnoy-Koenker start) needs the rows in memory; with "
+                        "a Dask X use init='band' (the default there) or 'quantile'.")
+    if lp == "auto":
+        lp = "ipm" if isinstance(init, str) and init == "pk" else "simplex"
+    if split == "auto":
+        split = "near" if lp == "ipm" and not on_dask else "refine"
+    return init, lp, split
 
 
 def _prepare(X, y, s, K0, init, fit_intercept, seed, quantile):
@@ -374,15 +408,18 @@ def _fix_settled(lp: SiftedLadLP, mixed: np.ndarray, v: np.ndarray, coef: np.nda
 
 
 def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, tol,
-         callback, verbose, t0, refine, sift, sc, scale, quantile) -> dict[str, Any]:
+         callback, verbose, t0, rule, sift, sc, scale, quantile, lp_solver) -> dict[str, Any]:
     """The AID loop on the scaled rows (``data``: :class:`solvers.rows.LadRows` or its Dask
     twin); st["E_best"], st["F"] in scaled units."""
     p = agg.SX.shape[1]
     unit, scale_s, abs_y = sc.unit, scale * sc.unit, data.abs_y
     box = quantile_box(quantile)
-    kind = SiftedLadLP if warm_start and sift else AggregatedLadLP
+    if lp_solver == "ipm":
+        kind, sift = IpmLadLP, False
+    else:
+        kind = SiftedLadLP if warm_start and sift else AggregatedLadLP
     lp = kind(_with_intercept(agg, fit_intercept), agg.SY, box=box)
-    ev = _Evaluation(data, agg, tol, quantile, box)
+    ev = _Evaluation(data, agg, tol, quantile, box, screen=lp_solver == "simplex")
     st: dict[str, Any] = dict(history=[], E_best=np.inf, F=-np.inf, best=None, lp_time=0.0,
                               termination=TerminationCondition.ITERATION_LIMIT, raw="")
     for it in range(1, max_iter + 1):
@@ -435,7 +472,7 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
             break
         if it == max_iter:
             break
-        old_ids, new_ids = ev.split(agg, mixed, refine, coef)
+        old_ids, new_ids = ev.split(agg, mixed, rule, coef)
         if warm_start:
             if sift:
                 _fix_settled(lp, mixed, out.v, coef)
@@ -449,7 +486,8 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
 class _Evaluation:
     """E(beta, b) and the mixed clusters at each iterate, on the rows that need it.
 
-    In memory with at least :data:`SCREEN_MIN_ROWS` rows, clusters proven pure by the margin
+    In memory with at least :data:`SCREEN_MIN_ROWS` rows and ``screen`` (the simplex runs, which
+    take many iterations; not the interior-point runs), clusters proven pure by the margin
     bound of :mod:`solvers.aid.screening` are skipped (their objective comes from their sums);
     a pass is over every row when more than :data:`FULL_FRACTION` of them would be evaluated,
     and always for the certificate (``full=True``). Otherwise every pass is ``data.evaluate``.
@@ -457,14 +495,14 @@ class _Evaluation:
     """
 
     def __init__(self, data, agg: Aggregate, tol: float, quantile: float,
-                 box: tuple[float, float]) -> None:
+                 box: tuple[float, float], screen: bool = True) -> None:
         self.data, self.tol, self.quantile, self.box = data, tol, quantile, box
         self.n = data.n if hasattr(data, "n") else data.y.shape[0]
         self.r: Any = None
         self.rows_evaluated = 0
         self.rows: np.ndarray | None = None  # rows of the last partial pass (None: all)
         self.screen = None
-        if type(data) is LadRows and self.n >= SCREEN_MIN_ROWS:
+        if screen and type(data) is LadRows and self.n >= SCREEN_MIN_ROWS:
             X = data.X
             norms = np.sqrt(np.einsum("ij,ij->i", X, X)) if X.shape[1] else np.zeros(self.n)
             self.screen = MarginScreen(norms, agg.labels, agg.n_clusters, X.shape[1])
@@ -496,18 +534,20 @@ class _Evaluation:
             self.screen.sign[safe], agg.SY[safe], SXa[safe], coef, self.box)
         return E, mixed, False
 
-    def split(self, agg: Aggregate, mixed: np.ndarray, refine: bool,
+    def split(self, agg: Aggregate, mixed: np.ndarray, rule: str,
               coef: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Split the mixed clusters (``data.split``); then the margins of the pieces at
-        ``coef``. Returns ``(old_ids, new_ids)``."""
+        """Split the mixed clusters by ``rule`` (``data.split``; on Dask "near" splits as
+        "refine"); then the margins of the pieces at ``coef``. Returns ``(old_ids, new_ids)``."""
         if self.screen is None:
-            return self.data.split(agg, mixed, self.r, refine)
+            if type(self.data) is LadRows:
+                return self.data.split(agg, mixed, self.r, rule)
+            return self.data.split(agg, mixed, self.r, rule != "sign")
         if self.rows is None:
             rows = np.flatnonzero(mixed[agg.labels])
         else:  # every row of a mixed cluster was evaluated by the last pass
             rows = self.rows[mixed[agg.labels[self.rows]]]
-        old_ids, new_ids = split_mixed(agg, self.data.X, self.data.y, self.data.s, mixed,
-                                       self.r, refine=refine, rows=rows)
+        old_ids, new_ids = split_by_rule(agg, self.data.X, self.data.y, self.data.s, mixed,
+                                         self.r, rule, rows=rows)
         changed = np.concatenate([old_ids, new_ids])
         lab = agg.labels[rows]
         self.screen.grow(new_ids.shape[0], changed, lab, rows)

@@ -1,0 +1,212 @@
+"""The Frisch-Newton interior point of AID-LAD (solvers/aid/fn_lp.py), the "near" split and the
+Portnoy-Koenker start, each against an independent reference (HiGHS on the same LP, linprog on
+the full LAD, the in-memory sums)."""
+
+from __future__ import annotations
+
+import highspy
+import numpy as np
+import pytest
+
+from solvers.aid import aid_lad
+from solvers.aid.aggregation import aggregate, mixed_clusters, split_near
+from solvers.aid.clustering import pk_start
+from solvers.aid.fn_lp import IpmLadLP, frisch_newton
+from solvers.aid.lad import dual_bound
+from solvers.aid.lad_lp import lad_dual_lp, new_highs, quantile_box
+from solvers.result import SolutionStatus, TerminationCondition
+from tests.test_aid_lad import lad_reference, make_lad, residuals
+
+
+def highs_lp(SXa, SY, box):
+    """(objective, beta) of max SY'v s.t. SXa'v = 0, v in box, by HiGHS's simplex."""
+    h = new_highs()
+    h.passModel(lad_dual_lp(SXa, SY, box))
+    h.run()
+    assert h.getModelStatus() == highspy.HighsModelStatus.kOptimal
+    return h.getInfo().objective_function_value, np.array(h.getSolution().row_dual)
+
+
+def random_aggregate(seed, n=3000, p=4, K=300, weights=False):
+    X, y, s = make_lad(seed, n=n, p=p, kind="weights" if weights else "plain")
+    s = np.ones(n) if s is None else s
+    labels = np.random.default_rng(seed).integers(0, K, size=n)
+    agg = aggregate(X, y, s, labels)
+    return np.column_stack([agg.SX, agg.W]), agg.SY, X, y, s
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("quantile", [0.5, 0.2, 0.9])
+def test_interior_point_matches_highs_on_the_aggregated_lp(seed, quantile):
+    SXa, SY, _, y, s = random_aggregate(seed, weights=seed % 2 == 1)
+    box = quantile_box(quantile)
+    ref, beta_ref = highs_lp(SXa, SY, box)
+    out = IpmLadLP(SXa, SY, box=box).solve()
+    assert out.termination is TerminationCondition.OPTIMAL
+    lo, hi = box
+    assert np.all((out.v >= lo) & (out.v <= hi))
+    assert float(SY @ out.v) == pytest.approx(ref, rel=1e-9)
+    # beta: the primal value sum_k rho(SY_k - SXa_k beta) equals the optimum
+    r = SY - SXa @ out.coef
+    primal = float(np.sum(np.where(r > 0, hi * r, lo * r)))
+    assert primal == pytest.approx(ref, rel=1e-9)
+    # the proven bound of AID from this v is below the optimum and close to it
+    F = dual_bound(SXa, SY, out.v, float(s @ np.abs(y)), box)
+    assert F <= ref * (1 + 1e-12) and F == pytest.approx(ref, rel=1e-8)
+
+
+def test_interior_point_reports_no_convergence():
+    SXa, SY, *_ = random_aggregate(7)
+    x, y, its, ok = frisch_newton(SXa, -SY, 0.5 * SXa.sum(axis=0), 0.5, max_iter=3)
+    assert not ok and its == 3
+    out = IpmLadLP(SXa, SY, max_iter=3, fallback=False).solve()
+    assert out.termination is TerminationCondition.NUMERICAL_ERROR and out.coef is None
+    assert "Frisch-Newton" in out.raw
+    lp = IpmLadLP(SXa, SY, max_iter=3)  # with the simplex fallback: the exact optimum
+    out = lp.solve()
+    ref, _ = highs_lp(SXa, SY, (-1.0, 1.0))
+    assert out.termination is TerminationCondition.OPTIMAL and lp.fallbacks == 1
+    assert float(SY @ out.v) == pytest.approx(ref, rel=1e-12)
+    assert "HiGHS simplex" in out.raw
+
+
+def test_sifted_resolve_equals_a_cold_solve():
+    """After a split, the columns far from the last hyperplane are fixed at their bounds; the
+    answer must still be the optimum of the whole aggregated LP (HiGHS, cold)."""
+    X, y, s = make_lad(3, n=5000, p=3)
+    s = np.ones(len(y)) if s is None else s
+    labels = np.arange(len(y)) % 400
+    agg = aggregate(X, y, s, labels)
+    lp = IpmLadLP(np.column_stack([agg.SX, agg.W]), agg.SY)
+    first = lp.solve()
+    r = y - X @ first.coef[:3] - first.coef[3]
+    mixed = mixed_clusters(agg.labels, agg.n_clusters, r, 1e-9)
+    assert mixed.any()
+    old, new = split_near(agg, X, y, s, mixed, r)
+    SXa = np.column_stack([agg.SX, agg.W])
+    lp.split(old, new, SXa, agg.SY, first.coef)
+    out = lp.solve()
+    ref, _ = highs_lp(SXa, agg.SY, (-1.0, 1.0))
+    assert out.termination is TerminationCondition.OPTIMAL
+    assert float(agg.SY @ out.v) == pytest.approx(ref, rel=1e-9)
+    assert np.abs(SXa.T @ out.v).max() <= 1e-7 * np.abs(SXa).sum(axis=0).max()
+
+
+def test_sifting_frees_a_wrongly_fixed_column():
+    """A fixed column whose reduced cost turns wrong at the new beta is freed and re-solved."""
+    SXa, SY, *_ = random_aggregate(5, K=200)
+    lp = IpmLadLP(SXa, SY, free_share=0.05)
+    lp.solve()
+    lp.beta = lp.beta + 0.5  # a poor previous beta: many fixed bounds are wrong
+    out = lp.solve()
+    ref, _ = highs_lp(SXa, SY, (-1.0, 1.0))
+    assert lp.sift_rounds >= 1
+    assert float(SY @ out.v) == pytest.approx(ref, rel=1e-9)
+
+
+def test_split_near_makes_misfits_singletons_and_keeps_the_sums():
+    rng = np.random.default_rng(0)
+    n = 2000
+    X = rng.normal(size=(n, 2))
+    y = rng.normal(size=n)
+    s = rng.uniform(0.5, 2.0, size=n)
+    labels = np.zeros(n, dtype=np.int64)
+    labels[n // 2:] = 1
+    agg = aggregate(X, y, s, labels)
+    r = np.where(np.arange(n) < n // 2, 1.0, -1.0) * rng.uniform(0.1, 1.0, size=n)
+    r[:5] = -rng.uniform(0.01, 0.05, size=5)  # five misfits in cluster 0
+    mixed = mixed_clusters(agg.labels, agg.n_clusters, r, 1e-12)
+    assert mixed.tolist() == [True, False]
+    old, new = split_near(agg, X, y, s, mixed, r)
+    assert old.tolist() == [0] and new.shape[0] == 5
+    sizes = np.bincount(agg.labels)
+    assert np.all(sizes[new] == 1)
+    assert not mixed_clusters(agg.labels, agg.n_clusters, r, 1e-12).any()  # all pure now
+    ref = aggregate(X, y, s, agg.labels)
+    np.testing.assert_allclose(agg.SX, ref.SX, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(agg.SY, ref.SY, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(agg.W, ref.W, rtol=1e-12)
+
+
+def test_split_near_falls_back_to_the_four_way_split():
+    """When most of a cluster would become singletons it is split 4-way instead."""
+    rng = np.random.default_rng(1)
+    n = 400
+    X, y, s = rng.normal(size=(n, 2)), rng.normal(size=n), np.ones(n)
+    agg = aggregate(X, y, s, np.zeros(n, dtype=np.int64))
+    r = rng.normal(size=n)  # half of each sign
+    mixed = mixed_clusters(agg.labels, 1, r, 1e-12)
+    split_near(agg, X, y, s, mixed, r)
+    assert agg.n_clusters == 4 and not mixed_clusters(agg.labels, 4, r, 1e-12).any()
+
+
+@pytest.mark.parametrize("quantile", [0.5, 0.75])
+def test_pk_start_has_a_band_of_singletons_and_two_globs(quantile):
+    X, y, s = make_lad(2, n=20000, p=3)
+    s = np.ones(len(y))
+    lab = pk_start(X, y, s, True, quantile, np.random.default_rng(0))
+    sizes = np.bincount(lab)
+    m = int(np.sqrt(4) * 20000 ** (2 / 3))
+    assert (sizes > 1).sum() == 2 and sizes.max() < 20000 - 0.5 * m
+    assert abs((sizes == 1).sum() - 0.8 * m) <= 2
+    # the globs lie below and above the band (by the subsample fit's ranking)
+
+
+@pytest.mark.parametrize("kind", ["plain", "outliers", "weights", "ties"])
+@pytest.mark.parametrize("quantile", [0.5, 0.3])
+def test_default_path_certified_at_the_simplex_optimum(kind, quantile):
+    """The default (pk start, interior point, near split) at a size where pk's band is a
+    small part of the rows, against the simplex path of AID (tested against linprog in
+    tests/test_aid_lad.py) and the objective recomputed from the coefficients."""
+    X, y, s = make_lad(11, n=30000, p=5, kind=kind)
+    res = aid_lad(X, y, sample_weight=s, quantile=quantile)
+    simplex = aid_lad(X, y, sample_weight=s, quantile=quantile, init="band")
+    assert res.termination is TerminationCondition.CERTIFIED, res.raw_status
+    assert res.solution_status is SolutionStatus.OPTIMAL
+    assert simplex.termination is TerminationCondition.CERTIFIED
+    assert res.objective == pytest.approx(simplex.objective, rel=1e-9)
+    w = np.ones(len(y)) if s is None else s
+    r = residuals(X, y, res)
+    check = float(w @ np.where(r > 0, 2 * quantile * r, 2 * (quantile - 1) * r))
+    assert check == pytest.approx(res.objective, rel=1e-12)
+    assert res.bound <= res.objective and res.gap <= 1e-6
+
+
+@pytest.mark.parametrize("kind", ["outliers", "weights"])
+def test_default_path_equals_the_primal_lp(kind):
+    X, y, s = make_lad(12, n=5000, p=4, kind=kind)
+    res = aid_lad(X, y, sample_weight=s)
+    assert res.extra["history"][0]["clusters"] < 1500  # pk: a band of singletons and globs
+    assert res.termination is TerminationCondition.CERTIFIED
+    assert res.objective == pytest.approx(lad_reference(X, y, s), rel=1e-9)
+
+
+def test_interior_point_failure_falls_back_or_is_a_status(monkeypatch):
+    """A stalled interior point hands its LP to the simplex (same certified optimum); when
+    that fails too, AID ends NUMERICAL_ERROR with no solution and both reasons."""
+    import solvers.aid.fn_lp as fn_lp
+
+    X, y, _ = make_lad(4, n=3000)
+    monkeypatch.setattr(fn_lp, "frisch_newton",
+                        lambda A, c, b, x0, tol, max_iter: (np.zeros(len(c)), np.zeros(
+                            A.shape[1]), max_iter, False))
+    res = aid_lad(X, y)
+    assert res.termination is TerminationCondition.CERTIFIED
+    assert res.objective == pytest.approx(lad_reference(X, y), rel=1e-9)
+    monkeypatch.setattr(fn_lp, "read_outcome", lambda h, q: fn_lp.LpOutcome(
+        TerminationCondition.NUMERICAL_ERROR, "kSolveError"))
+    res = aid_lad(X, y)
+    assert res.termination is TerminationCondition.NUMERICAL_ERROR
+    assert res.solution_status is SolutionStatus.NO_SOLUTION and res.x is None
+    assert "Frisch-Newton" in res.raw_status and "kSolveError" in res.raw_status
+
+
+def test_pk_on_dask_is_refused_and_auto_uses_band():
+    da = pytest.importorskip("dask.array")
+    X, y, _ = make_lad(1, n=2000)
+    with pytest.raises(ValueError, match="init='pk'"):
+        aid_lad(da.from_array(X, chunks=(500, 3)), da.from_array(y, chunks=500), init="pk")
+    res = aid_lad(da.from_array(X, chunks=(500, 3)), da.from_array(y, chunks=500),
+                  n_clusters=20)
+    assert res.termination is TerminationCondition.CERTIFIED
+    assert res.objective == pytest.approx(lad_reference(X, y), rel=1e-9)
