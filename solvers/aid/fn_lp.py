@@ -31,6 +31,7 @@ below ``tol`` relative to the problem's size, or reports that it did not get the
 
 from __future__ import annotations
 
+import contextlib
 import os
 
 import numba
@@ -46,6 +47,8 @@ STEP = 0.99995
 """Fraction of the distance to the boundary taken by each step (Koenker and d'Orey's value)."""
 TOL = 1e-10
 """Default stopping level of the merit max(relative gap, relative primal and dual residuals)."""
+THREADS_FROM = 2e7
+"""K q^2 from which the q x q products of an iteration may use several BLAS threads."""
 ACCEPT = 1e-8
 """The best iterate is still returned as converged at this merit when round-off stops the
 iteration before :data:`TOL` (the certificate of AID does not rest on it)."""
@@ -85,7 +88,7 @@ def frisch_newton(A: np.ndarray, c: np.ndarray, b: np.ndarray, x0: float,
         theta = 1.0 / (z / x + w / s)
         L = _factor(A, theta)
         # predictor (affine scaling): sigma = 0
-        dx, dy, dz, dw = _direction(A, theta, L, rp, rd, x, s, z, w, -x * z, -s * w)
+        dx, dy, dz, dw = _direction(A, theta, L, rp, rd, x, s, z, w, -x * z, -s * w, False)
         ap, ad = _steps(x, s, z, w, dx, dz, dw)
         mu = (x @ z + s @ w) / (2 * K)
         mu_aff = ((x + ap * dx) @ (z + ad * dz) + (s - ap * dx) @ (w + ad * dw)) / (2 * K)
@@ -93,7 +96,7 @@ def frisch_newton(A: np.ndarray, c: np.ndarray, b: np.ndarray, x0: float,
         # corrector: centring sigma mu and the second-order terms of the predictor
         rxz = sigma * mu - x * z - dx * dz
         rsw = sigma * mu - s * w + dx * dw
-        dx, dy, dz, dw = _direction(A, theta, L, rp, rd, x, s, z, w, rxz, rsw)
+        dx, dy, dz, dw = _direction(A, theta, L, rp, rd, x, s, z, w, rxz, rsw, True)
         ap, ad = _steps(x, s, z, w, dx, dz, dw)
         x = x + ap * dx
         s = s - ap * dx  # kept apart from 1 - x, which cancels near the upper bound
@@ -124,14 +127,17 @@ def _solve(L: np.ndarray | None, A: np.ndarray, theta: np.ndarray, rhs: np.ndarr
     return np.linalg.solve(L.T, np.linalg.solve(L, rhs))
 
 
-def _direction(A, theta, L, rp, rd, x, s, z, w, rxz, rsw):
+def _direction(A, theta, L, rp, rd, x, s, z, w, rxz, rsw, refine):
     """The Newton direction for  A'dx = rp,  A dy + dz - dw = rd,  z dx + x dz = rxz,
-    -w dx + s dw = rsw  (ds = -dx), eliminated to (A' Theta A) dy = rp + A' Theta t."""
+    -w dx + s dw = rsw  (ds = -dx), eliminated to (A' Theta A) dy = rp + A' Theta t.
+    ``refine``: one step of iterative refinement (for the step taken, not the predictor):
+    A' Theta A is ill-conditioned near the end, and A'dx = rp must hold or the primal
+    residual drifts."""
     t = rd - rxz / x + rsw / s
     dy = _solve(L, A, theta, rp + A.T @ (theta * t))
     dx = theta * (A @ dy - t)
-    for _ in range(1):  # refinement: A' Theta A is ill-conditioned near the end, and A'dx = rp
-        ddy = _solve(L, A, theta, rp - A.T @ dx)  # must hold or the primal residual drifts
+    if refine:
+        ddy = _solve(L, A, theta, rp - A.T @ dx)
         dy += ddy
         dx += theta * (A @ ddy)
     dz = (rxz - z * dx) / x
@@ -193,7 +199,9 @@ class IpmLadLP:
 
         free = self._free_set()
         self.iterations = self.sift_rounds = 0
-        with one_blas_thread():  # q x q products: threads only cost here (see one_blas_thread)
+        K, q = self.SXa.shape
+        # small products: BLAS threads only cost (see one_blas_thread); large ones use them
+        with one_blas_thread() if K * q * q < THREADS_FROM else contextlib.nullcontext():
             while True:
                 out, sigma = self._restricted(free)
                 if free.all():
