@@ -108,20 +108,44 @@ def run_svm(args: argparse.Namespace, folder: str) -> None:
 
 
 def run(args: argparse.Namespace, folder: str) -> None:
-    n_lad, p, c_lad = (60_000, 5, 10_000) if args.quick else (50_000_000, 10, 1_000_000)
-    n_r, d, c_r = (20_000, 50, 5_000) if args.quick else (1_000_000, 2000, 50_000)
+    if "lad" in args.only:
+        run_lad(args, folder)
+    if "ridge" in args.only:
+        run_ridge(args, folder)
+    if "svm" in args.only:
+        run_svm(args, folder)
+
+
+def peak_rss_mb() -> float:
+    """Peak resident memory of this process so far (MB; Linux reports KB)."""
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def run_lad(args: argparse.Namespace, folder: str) -> None:
+    """AID-LAD on the lazy chunks (and, with --quick, in memory)."""
+    n_lad, p, c_lad = (60_000, 5, 10_000) if args.quick else (args.lad_rows, 10, 1_000_000)
+    t = time.perf_counter()
     paths = write_chunks(folder, "lad", n_lad, c_lad, lad_chunk(p, 0))
+    print(f"wrote {len(paths)} LAD chunks in {time.perf_counter() - t:.1f}s")
     rows = [min(c_lad, n_lad - s) for s in range(0, n_lad, c_lad)]
     Z = lazy_rows(paths, rows, p + 1)
     t = time.perf_counter()
     res = aid_lad(Z[:, :p], Z[:, p], n_clusters=1000)
     print(f"AID-LAD n={n_lad} p={p} chunks={len(rows)}: {res.termination.name} "
-          f"E={res.objective:.10g} iterations={res.iterations} {time.perf_counter() - t:.1f}s")
+          f"E={res.objective:.10g} iterations={res.iterations} {time.perf_counter() - t:.1f}s "
+          f"(peak RSS of this process {peak_rss_mb():.0f} MB)")
     if args.quick:
         full = np.vstack([_load(q) for q in paths])
         mem = aid_lad(full[:, :p], full[:, p], n_clusters=1000)
         print(f"  in memory: {mem.termination.name} E={mem.objective:.10g}  relative "
               f"difference {abs(mem.objective - res.objective) / mem.objective:.1e}")
+
+
+def run_ridge(args: argparse.Namespace, folder: str) -> None:
+    """Ridge by pcg-rfd on the lazy chunks (and, with --quick, Cholesky in memory)."""
+    n_r, d, c_r = (20_000, 50, 5_000) if args.quick else (1_000_000, 2000, 50_000)
     paths = write_chunks(folder, "ridge", n_r, c_r, ridge_chunk(d, 1))
     rows = [min(c_r, n_r - s) for s in range(0, n_r, c_r)]
     Z = lazy_rows(paths, rows, d + 1)
@@ -135,7 +159,6 @@ def run(args: argparse.Namespace, folder: str) -> None:
         mem = solve_ridge(full[:, :d], full[:, d], 10.0, method="cholesky")
         err = np.linalg.norm(res.x - mem.x) / np.linalg.norm(mem.x)
         print(f"  against cholesky in memory: relative error {err:.1e}")
-    run_svm(args, folder)
 
 
 def main() -> None:
@@ -147,6 +170,10 @@ def main() -> None:
     ap.add_argument("--dir", default=None, help="where the .npy chunks go (default: a temp dir)")
     ap.add_argument("--memory-limit", default="4GB",
                     help="per-worker memory bound of the --workers LocalCluster (default 4GB)")
+    ap.add_argument("--only", nargs="+", default=["lad", "ridge", "svm"],
+                    choices=["lad", "ridge", "svm"], help="parts to run (default: all)")
+    ap.add_argument("--lad-rows", type=int, default=50_000_000,
+                    help="rows of the full LAD run (default 5*10^7)")
     args = ap.parse_args()
     client = None
     if args.scheduler or args.workers:

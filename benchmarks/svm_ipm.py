@@ -116,9 +116,17 @@ def main() -> None:
     ap.add_argument("--cap", action="append", default=[], metavar="KEY=N",
                     help="skip a method above n = N; keys ipm, ipm-none, aid, full, rehline, "
                          "linearsvc (no caps by default)")
+    ap.add_argument("--size", default=None, metavar="N,P",
+                    help="rows and columns of both instances (default 100000,100; --quick "
+                         "3000,30)")
     args = ap.parse_args()
     caps = parse_caps(args.cap, {})
     n, p = (3000, 30) if args.quick else (100_000, 100)
+    if args.size:
+        try:
+            n, p = (int(v) for v in args.size.split(","))
+        except ValueError:
+            raise SystemExit(f"--size takes N,P (e.g. 20000,100); got {args.size!r}") from None
     lines = _preamble("Linear hinge SVM: interior point with sketched CG vs peers", DISTS,
                       args.quick)
     instances = ((f"{kind} n={n:,} p={p}", *make_instance(n, p, kind == "ill"))

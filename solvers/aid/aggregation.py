@@ -165,21 +165,32 @@ def split_near(
     if rows is None:
         rows = np.flatnonzero(mixed[agg.labels])
     lab = agg.labels[rows]
-    sc = score[rows]
-    pos = sc > 0
+    pos = score[rows] > 0
     n_pos = np.bincount(lab, weights=pos, minlength=K)
     cnt = np.bincount(lab, minlength=K)
-    minority_pos = n_pos < cnt - n_pos  # per cluster: the positive side is the smaller one
-    near = pos == minority_pos[lab]
-    n_near = np.bincount(lab, weights=near, minlength=K)
-    coarse = n_near > share * cnt  # too many: the 4-way split instead
-    near &= ~coarse[lab]
-    piece = pos.astype(np.int64)
-    piece[coarse[lab]] = _four_way(lab[coarse[lab]], sc[coarse[lab]], K)
-    # keys: 4 per cluster for the coarse pieces, then one per near row
-    keys = lab * 4 + piece
-    keys[near] = 4 * K + np.arange(int(near.sum()))
-    return _apply_pieces(agg, X, y, s, rows, keys, 4 * K + int(near.sum()), 4)
+    near = pos == (n_pos < cnt - n_pos)[lab]  # the rows on their cluster's minority side
+    coarse = np.bincount(lab, weights=near, minlength=K) > share * cnt
+    in_coarse = coarse[lab]
+    old1, new1 = split_mixed(agg, X, y, s, mixed & coarse, score, refine=True,
+                             rows=rows[in_coarse])
+    moving = rows[near & ~in_coarse]  # singletons; their clusters keep the rest
+    K1 = agg.n_clusters
+    new2 = K1 + np.arange(moving.shape[0], dtype=np.int64)
+    from_k = agg.labels[moving]
+    agg.labels[moving] = new2
+    sw = s[moving]
+    # the remainder keeps id k: its sums are the old ones less the rows that left (at least
+    # 1 - share of the rows stay, so the difference loses no accuracy worth the name)
+    W_out = np.bincount(from_k, weights=sw, minlength=K1)
+    SY_out = np.bincount(from_k, weights=sw * y[moving], minlength=K1)
+    SX_rows = X[moving] * sw[:, None]
+    SX_out = np.zeros((K1, X.shape[1]))
+    np.add.at(SX_out, from_k, SX_rows)
+    agg.W = np.concatenate([agg.W - W_out, sw])
+    agg.SY = np.concatenate([agg.SY - SY_out, sw * y[moving]])
+    agg.SX = np.concatenate([agg.SX - SX_out, SX_rows])
+    old2 = np.unique(from_k)
+    return np.concatenate([old1, old2]), np.concatenate([new1, new2])
 
 
 def _four_way(lab: np.ndarray, sc: np.ndarray, K: int) -> np.ndarray:
@@ -204,22 +215,11 @@ def split_by_rule(agg: Aggregate, X: np.ndarray, y: np.ndarray, s: np.ndarray, m
 
 def _apply_pieces(agg: Aggregate, X: np.ndarray, y: np.ndarray, s: np.ndarray, rows: np.ndarray,
                   piece_key: np.ndarray, n_keys: int, P: int) -> tuple[np.ndarray, np.ndarray]:
-    """Relabel ``rows`` by ``piece_key`` (a key per row, in [0, n_keys); pieces of cluster k
-    have keys k P .. k P + P - 1, or keys >= K P for the rows of :func:`split_near`, which
-    belong to the cluster of their row) and update the sums: the first piece of cluster k
-    keeps id k, the others get ids K, K+1, ..."""
+    """Relabel ``rows`` by ``piece_key`` (pieces of cluster k have keys k P .. k P + P - 1) and
+    update the sums: the first piece of cluster k keeps id k, the others get ids K, K+1, ..."""
     K = agg.n_clusters
     keys, inv = _unique_small(piece_key, n_keys)
     key_cluster = keys // P
-    extra = keys >= K * P
-    if extra.any():  # a near row: its cluster is that of any row with the key
-        row_of_key = np.empty(n_keys, dtype=np.int64)
-        row_of_key[piece_key] = np.arange(piece_key.shape[0])
-        key_cluster[extra] = agg.labels[rows[row_of_key[keys[extra]]]]
-        order = np.argsort(key_cluster, kind="stable")  # group the pieces by cluster
-        rank = np.empty_like(order)
-        rank[order] = np.arange(order.shape[0])
-        keys, key_cluster, inv = keys[order], key_cluster[order], rank[inv]
     first = np.ones(keys.shape[0], dtype=bool)
     first[1:] = key_cluster[1:] != key_cluster[:-1]
     old_ids = key_cluster[first]
