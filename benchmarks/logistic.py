@@ -113,8 +113,13 @@ def run_instance(name: str, X: np.ndarray, y: np.ndarray, caps: dict[str, int]) 
     return rows
 
 
-def instances(quick: bool):
+def instances(quick: bool, size: str | None = None):
     n, p = (10_000, 50) if quick else (100_000, 100)
+    if size:
+        try:
+            n, p = (int(v) for v in size.split(","))
+        except ValueError:
+            raise SystemExit(f"--size takes N,P (e.g. 30000,100); got {size!r}") from None
     for kind in ("dense", "ill"):
         X, y = make_instance(n, p, kind)
         yield f"{kind} n={n:.0e} p={p}", X, y
@@ -127,11 +132,14 @@ def main() -> None:
     ap.add_argument("--cap", action="append", default=[], metavar="KEY=N",
                     help="max-iter=N: the peers' max_iter and our Newton steps for "
                          "preconditioner none (default 1000)")
+    ap.add_argument("--size", default=None, metavar="N,P",
+                    help="rows and columns of both instances (default 100000,100; --quick "
+                         "10000,50)")
     args = ap.parse_args()
     caps = parse_caps(args.cap, {"max-iter": 1000})
     lines = preamble("L2 logistic regression: KLR newton vs scikit-learn", DISTS, args.quick)
     Xw, yw = make_instance(300, 6, "dense", seed=1)
-    run_tables(lines, run_instance, ("warm-up", Xw, yw), instances(args.quick), caps,
+    run_tables(lines, run_instance, ("warm-up", Xw, yw), instances(args.quick, args.size), caps,
                "logistic", args.quick)
 
 
