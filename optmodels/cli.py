@@ -20,9 +20,12 @@ With ``fit``, keys the estimator takes (e.g. SVMClassifier's C, kernel, probabil
 class_weight=balanced) are its hyperparameters and the others its ``strategy_options``.
 
 ``solve`` and ``fit`` also read data too large for memory lazily, as row-chunked Dask arrays
-(lad and ridge; :mod:`instances.lazy`): ``--data 'chunks/*.npy'`` (a glob of .npy chunks
-``[X | y]``, the target last) or ``--data DIR`` (Parquet files: feature columns, the ``--target``
-column, optionally ``--weight``). The solve then runs on the active Dask scheduler:
+(:mod:`instances.lazy`): ``--data 'chunks/*.npy'`` (a glob of .npy chunks ``[X | y]``, the
+target last) or ``--data DIR`` (Parquet files: feature columns, the ``--target`` column,
+optionally ``--weight``), for lad (``--strategy aid``), ridge (a sketch such as ``pcg-rfd``)
+and the binary linear svm (``--strategy aid --param kernel=linear``; ``fit`` collects no
+support rows); another strategy or kernel is refused before any data are read. The solve then
+runs on the active Dask scheduler:
 ``--workers N`` starts a LocalCluster of N worker processes for the command and stops it after,
 ``--scheduler ADDRESS`` connects to a running one (default: Dask's threads in this process).
 
@@ -74,10 +77,12 @@ OPTIONAL_DEPENDENCIES = {
 """Optional modules and the extra that installs them (``pip install "optmodels[extra]"``)."""
 
 
-DATA_HELP = ("data file (.csv, .svm/.libsvm/.txt, .npz), or read lazily (lad, ridge): a glob of "
-             ".npy chunks [X | y] ('chunks/*.npy') or a directory of Parquet files")
-LAZY_PROBLEMS = ("lad", "ridge")
-"""The problems ``solve`` / ``fit`` run on lazily read (Dask) data."""
+DATA_HELP = ("data file (.csv, .svm/.libsvm/.txt, .npz), or read lazily (lad, ridge, linear svm "
+             "with --strategy aid): a glob of .npy chunks [X | y] ('chunks/*.npy') or a "
+             "directory of Parquet files")
+LAZY_PROBLEMS = ("lad", "ridge", "svm")
+"""The problems ``solve`` / ``fit`` run on lazily read (Dask) data, with one of the problem's
+``DASK_STRATEGIES`` (the SVM with the linear kernel only)."""
 
 
 DESCRIPTION = (
@@ -318,13 +323,43 @@ def _load(args: argparse.Namespace, lazy: bool = False) -> Any:
 
     if not (lazy and is_lazy_source(args.data)):
         return load(args.data, target=args.target, weight=args.weight)
-    if args.problem not in LAZY_PROBLEMS:
-        raise ValueError(
-            f"--data {args.data!r}: lazily read data (Dask) are supported for "
-            f"{' and '.join(LAZY_PROBLEMS)}, not {args.problem}; load the data into a .npz or "
-            ".csv file instead.")
     _require("dask", f"--data {args.data!r} (lazy data)")
     return load_lazy(args.data, target=args.target, weight=args.weight)
+
+
+def _check_lazy(args: argparse.Namespace, strategy: str, kernel: str | None = None) -> None:
+    """Before reading anything: a lazy ``--data`` source (glob of .npy chunks, Parquet
+    directory) needs a problem of :data:`LAZY_PROBLEMS`, one of its ``DASK_STRATEGIES`` and,
+    for the SVM, ``kernel`` linear (``None``: not an SVM). Data files pass unchecked."""
+    from instances.lazy import is_lazy_source
+
+    if not is_lazy_source(args.data):
+        return
+    where = f"--data {args.data!r}: on lazily read (Dask) data"
+    if args.problem not in LAZY_PROBLEMS:
+        names = ", ".join(LAZY_PROBLEMS[:-1]) + f" and {LAZY_PROBLEMS[-1]}"
+        raise ValueError(
+            f"--data {args.data!r}: lazily read data (Dask) are supported for {names}, not "
+            f"{args.problem}; load the data into a .npz or .csv file instead.")
+    runs = PROBLEMS[args.problem].DASK_STRATEGIES
+    if strategy not in runs:
+        raise ValueError(
+            f"{where} {args.problem} runs with --strategy {' or '.join(runs)}; got --strategy "
+            f"{strategy}. Pass --strategy {runs[0]}, or load the data into a .npz file for the "
+            "other strategies.")
+    if kernel is not None and str(kernel).strip() != "linear":
+        raise ValueError(
+            f"{where} the SVM needs --param kernel=linear (linear-SVM AID runs chunk by chunk; "
+            f"kernel={kernel} needs every row in memory); got kernel={kernel}. Pass --param "
+            "kernel=linear, or load the data into a .npz file.")
+
+
+def _kernel_of(problem: str, params: dict[str, Any]) -> str | None:
+    """The SVM's kernel from ``--param kernel=`` (the problem's default if absent); None for
+    the other problems."""
+    if problem != "svm":
+        return None
+    return str(params.get("kernel", PROBLEMS["svm"].PARAMS["kernel"].default))
 
 
 @contextlib.contextmanager
@@ -423,6 +458,7 @@ def _solve(args: argparse.Namespace) -> int:
     _check_solution_out(args.solution_out)
     model_params, per_strategy = _split_params(args.problem, args.param, [args.strategy])
     options: dict[str, Any] = per_strategy[args.strategy]
+    _check_lazy(args, args.strategy, _kernel_of(args.problem, model_params))
     data = _load(args, lazy=True)
     problem = make_problem(args.problem, data.X, data.y, data.sample_weight, model_params)
     problem.feature_names = data.feature_names
@@ -616,6 +652,7 @@ def _fit(args: argparse.Namespace) -> int:
     options = check_strategy_options(args.problem, strategy, per[strategy])
     est.set_params(**_hyperparameters(est, hyper), strategy=strategy,
                    strategy_options=options or None)
+    _check_lazy(args, strategy, getattr(est, "kernel", None) if args.problem == "svm" else None)
     data = _load(args, lazy=True)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -658,11 +695,12 @@ def _hyperparameters(est: Any, given: dict[str, str]) -> dict[str, Any]:
 def _estimator_coefficients(est: Any, names: list[str]) -> dict[str, Any]:
     """JSON: ``coefficients`` {name: value} and ``intercept`` (regressors, linear SVM; one
     entry per class pair under ``pairs`` for more than two classes, signed as scikit-learn's
-    SVC), ``n_support_vectors`` and ``n_support`` per class for the classifiers."""
+    SVC), ``n_support_vectors`` and ``n_support`` per class for the classifiers (not for an
+    SVM fitted on lazily read data, which collects no support rows)."""
     if not hasattr(est, "classes_"):
         return {"coefficients": dict(zip(names, est.coef_.tolist(), strict=True)),
                 "intercept": float(est.intercept_)}
-    out: dict[str, Any] = {
+    out: dict[str, Any] = {} if getattr(est, "_fit_on_dask", False) else {
         "n_support_vectors": int(est.support_.size),
         "n_support": {str(c): int(n) for c, n in zip(est.classes_.tolist(), est.n_support_,
                                                        strict=True)},
@@ -693,6 +731,8 @@ def _fit_text(est: Any, results: list[Any], names: list[str]) -> str:
     if "n_support_vectors" in named:
         per = ", ".join(f"{c}: {n}" for c, n in named["n_support"].items())
         blocks.append(f"Support vectors: {named['n_support_vectors']} (per class {per})")
+    elif getattr(est, "_fit_on_dask", False):
+        blocks.append("Support vectors: not collected (fitted on lazily read data)")
     for table in named.get("pairs", [named] if "coefficients" in named else []):
         title = "coef" if "classes" not in table else "coef {} vs {}".format(*table["classes"])
         blocks.append(coefficient_table([*table["coefficients"], "intercept"],

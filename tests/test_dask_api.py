@@ -211,9 +211,11 @@ def test_cli_parquet_directory_and_refusals(client, tmp_path, capsys):
     _same_fit(lazy, mem, 1e-10)
     assert list(lazy["coefficients"]) == ["a", "b", "c", "d"]
     for argv, msg in (
-        (["solve", "ridge", "--data", str(tmp_path / "pq")], "no target column 'y'"),
-        (["solve", "svm", "--data", str(tmp_path / "pq")], "supported for lad and ridge"),
-        (["solve", "lad", "--data", str(tmp_path / "none*.npy")], "no file matches"),
+        (["solve", "ridge", "--strategy", "pcg-rfd", "--data", str(tmp_path / "pq")],
+         "no target column 'y'"),
+        (["solve", "klr", "--data", str(tmp_path / "pq")], "supported for lad, ridge and svm"),
+        (["solve", "lad", "--strategy", "aid", "--data", str(tmp_path / "none*.npy")],
+         "no file matches"),
         (["solve", "lad", "--data", str(tmp_path / "all.csv"), "--workers", "0"],
          "--workers must be a positive"),
     ):

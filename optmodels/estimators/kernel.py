@@ -33,9 +33,9 @@ import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import expit
 from sklearn.base import ClassifierMixin
-from sklearn.utils.class_weight import compute_class_weight
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted
 
 from optmodels.estimators._base import OptEstimator
 from optmodels.klr import KLR
@@ -43,6 +43,7 @@ from optmodels.strategies import options_for
 from optmodels.svm import SVM
 from optmodels.validation import Param, resolve_gamma
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
+from solvers.rows import any_dask, is_dask
 
 SUPPORT_REL = 1e-8
 """Row s is a support vector of a pair when alpha_s > SUPPORT_REL * max_s C_s (and, for the SVM,
@@ -74,12 +75,9 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
         X, y, sw = self._validate_fit(X, y, sample_weight)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
-        if self.classes_.size < 2:
-            raise ValueError(
-                f"{type(self).__name__} needs samples of at least 2 classes in y; got one class "
-                f"{self.classes_[:1]!r}."
-            )
-        weights = sw * self._class_weights(codes)[codes]
+        self._check_two_classes()
+        counts = np.bincount(codes, minlength=self.classes_.size)
+        weights = sw * self._class_weights(counts)[codes]
         params = self._problem_params(hyper, X, weights)
         warm = self._warm_alphas(hyper["strategy"], options, codes)
         fits = [
@@ -93,14 +91,22 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
         self._fit_probabilities(X, codes, weights, fits)
         return self
 
-    def _class_weights(self, codes: np.ndarray) -> np.ndarray:
-        """cw_c per class (ones for None; 'balanced': n / (n_classes n_c))."""
+    def _check_two_classes(self) -> None:
+        if self.classes_.size < 2:
+            raise ValueError(
+                f"{type(self).__name__} needs samples of at least 2 classes in y; got one class "
+                f"{self.classes_[:1]!r}."
+            )
+
+    def _class_weights(self, counts: np.ndarray) -> np.ndarray:
+        """cw_c per class from the rows per class n_c (ones for None; 'balanced':
+        n / (n_classes n_c), n = sum_c n_c, as scikit-learn's compute_class_weight)."""
         cw = self.class_weight
         k = self.classes_.size
         if cw is None:
             return np.ones(k)
         if isinstance(cw, str) and cw == "balanced":
-            return compute_class_weight("balanced", classes=np.arange(k), y=codes)
+            return counts.sum() / (k * counts.astype(np.float64))
         forms = (
             "None, 'balanced' or a dict mapping labels of y to positive finite floats "
             "(a class left out weighs 1)"
@@ -376,9 +382,16 @@ class SVMClassifier(_PairClassifier):
     one per pair for more than two classes). Sparse CSR/CSC input stays sparse with
     kernel='linear' (the problem keeps it; smo/block/aid densify it within the memory budget,
     'full' never) and is densified for the other kernels.
+
+    Dask X / y / sample_weight (row-chunked): the binary linear SVM (kernel='linear',
+    strategy='aid', probability=False; others refused) is fitted lazily, chunk by chunk; its
+    support_ and support_vectors_ are empty (dual_coef_ of shape (1, 0)), coef_ and intercept_
+    as in memory. decision_function and predict on a Dask X (binary linear models) return lazy
+    Dask arrays; call ``.compute()`` for numpy.
     """
 
     _PROBLEM: ClassVar[type] = SVM
+    _ACCEPTS_DASK: ClassVar[bool] = True  # binary linear AID only: see _fit_dask
     _HYPER: ClassVar[dict[str, Param]] = {
         "C": SVM.PARAMS["C"],
         **_kernel_hyper(SVM),
@@ -415,6 +428,107 @@ class SVMClassifier(_PairClassifier):
 
     def _keeps_sparse(self) -> bool:
         return self.kernel == "linear"
+
+    # ---- Dask data: the binary linear SVM by AID, lazily ---------------------------------
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> SVMClassifier:
+        """Solve one binary problem per pair of classes with ``strategy``; returns self. A Dask
+        X / y / sample_weight fits the binary linear SVM by AID lazily (:meth:`_fit_dask`)."""
+        self._fit_on_dask = any_dask(X, y, sample_weight)
+        if self._fit_on_dask:
+            return self._fit_dask(X, y, sample_weight)
+        return super().fit(X, y, sample_weight)
+
+    def _fit_dask(self, X: Any, y: Any, sample_weight: Any) -> SVMClassifier:
+        """min_{w,b} 1/2 ||w||^2 + sum_i C s_i cw_{y_i} max(0, 1 - y_i (x_i'w + b)), y_i = +1
+        for ``classes_[1]``, solved by AID on the row chunks (the data stay lazy; one pass
+        finds the classes). coef_ = w, intercept_ = b; support_ and support_vectors_ stay
+        empty (the margin rows are not collected), dual_coef_ has no columns."""
+        import dask
+        import dask.array as da
+
+        hyper = self._hyperparameters()
+        self._refuse_on_dask(hyper)
+        options = self._strategy_options(hyper["strategy"])
+        X, y, sw = self._validate_fit(X, y, sample_weight)
+        y = y if is_dask(y) else da.from_array(np.asarray(y))
+        classes, counts = dask.compute(*da.unique(y, return_counts=True))
+        check_classification_targets(classes)
+        self.classes_ = classes
+        self._check_two_classes()
+        if classes.size > 2:
+            raise ValueError(
+                f"{type(self).__name__} on Dask data is binary; y has {classes.size} classes "
+                f"{classes.tolist()!r}. Fit one-vs-one multi-class on in-memory arrays "
+                "(X.compute(), y.compute()), or pass two classes.")
+        positive = y == classes[1]
+        cw = self._class_weights(counts)
+        weights = da.where(positive, cw[1], cw[0])
+        weights = weights if sw is None else sw * weights
+        params = {k: hyper[k] for k in SVM.PARAMS if k in hyper}
+        problem = SVM(X, da.where(positive, 1.0, -1.0), sample_weight=weights, **params)
+        res = self._solve(problem, hyper["strategy"], options)
+        self._store_linear(X.shape[1], res)
+        self.kernel_ = problem.kernel_
+        return self
+
+    def _refuse_on_dask(self, hyper: dict[str, Any]) -> None:
+        """Dask data: kernel='linear', a strategy that runs on Dask, probability=False."""
+        runs = SVM.DASK_STRATEGIES
+        for bad, fix in ((hyper["kernel"] != "linear", f"kernel={hyper['kernel']!r}"),
+                         (hyper["strategy"] not in runs, f"strategy={hyper['strategy']!r}"),
+                         (hyper["probability"], "probability=True")):
+            if bad:
+                raise ValueError(
+                    f"{type(self).__name__} on Dask data fits the binary linear SVM by "
+                    f"strategy={runs[0]!r} with kernel='linear' and probability=False; got "
+                    f"{fix}. Set those, or pass X.compute() and y.compute() if they fit in "
+                    "memory.")
+
+    def _store_linear(self, p: int, res: SolveResult) -> None:
+        """The learned arrays of one binary primal solve (w = res.x, b), no support rows."""
+        self.coef_ = np.asarray(res.x, dtype=float).reshape(1, p).copy()
+        self.intercept_ = np.array([float(res.extra["b"])])
+        self.support_ = np.zeros(0, dtype=np.int32)
+        self.support_vectors_ = np.zeros((0, p))
+        self.n_support_ = np.zeros(2, dtype=np.int32)
+        self.dual_coef_ = np.zeros((1, 0))
+        self.n_iter_ = np.array([res.iterations], dtype=np.int64)
+        self.result_ = res
+        self._n_train, self._train_codes, self._fit_C = None, None, float(self.C)
+
+    def decision_function(self, X: Any) -> Any:
+        """As :meth:`_PairClassifier.decision_function`; a Dask X gives the lazy
+        X coef_[0] + intercept_[0] (binary linear models only)."""
+        if is_dask(X):
+            return self._dask_decision(X)
+        return super().decision_function(X)
+
+    def predict(self, X: Any) -> Any:
+        """As :meth:`_PairClassifier.predict`; a Dask X gives a lazy Dask array of labels,
+        ``classes_[1]`` where X coef_[0] + intercept_[0] >= 0 (binary linear models only)."""
+        if not is_dask(X):
+            return super().predict(X)
+        import dask.array as da
+
+        return da.where(self._dask_decision(X) >= 0, self.classes_[1], self.classes_[0])
+
+    def _dask_decision(self, X: Any) -> Any:
+        check_is_fitted(self)
+        if self.classes_.size != 2 or not hasattr(self, "coef_"):
+            raise ValueError(
+                f"decision_function and predict run on a Dask X for a binary linear "
+                f"{type(self).__name__} (X coef_ + intercept_); this one has kernel="
+                f"{self.kernel_.name!r} and {self.classes_.size} classes. Pass X.compute().")
+        return self._dask_predict_input(X) @ self.coef_[0] + self.intercept_[0]
+
+    def _validate_predict(self, X: Any) -> Any:
+        """predict_proba and the other methods need X in memory (only decision_function and
+        predict run on a Dask X)."""
+        if is_dask(X):
+            raise ValueError(
+                f"{type(self).__name__}: only decision_function and predict run on a Dask X "
+                "(binary linear models); pass X.compute() for probabilities.")
+        return super()._validate_predict(X)
 
     def _pair_solution(self, problem, res, X, y_pm) -> dict:
         """alpha y on the support, b, and w for the linear kernel."""
