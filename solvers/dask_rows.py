@@ -467,6 +467,63 @@ def _initial_codes(x, y, s, beta, b: float, edges: np.ndarray, centre, halve: bo
     return lab, present, _label_sums(x, y, s, lab, size)
 
 
+def _resid_hist(x, y, s, local, beta, b: float, a: float, z: float, bins: int
+                ) -> tuple[int, np.ndarray]:
+    """One chunk: the count of residuals below ``a`` and the histogram of those in [a, z]."""
+    r = _resid(np.asarray(x), np.asarray(y), beta, b)
+    inside = r[(r >= a) & (r <= z)]
+    return int((r < a).sum()), np.histogram(inside, bins=bins, range=(a, z))[0]
+
+
+def _pk_band(x, y, s, local, beta, b: float, lo: float, hi: float
+             ) -> tuple[np.ndarray, np.ndarray]:
+    """One chunk of the "pk" start: [1, s, s x, s y] of its band rows (lo <= r <= hi, in row
+    order) and of its two globs (r < lo, r > hi)."""
+    x, y, s = np.asarray(x), np.asarray(y), np.asarray(s)
+    r = _resid(x, y, beta, b)
+    near = (r >= lo) & (r <= hi)
+    rows = np.column_stack([np.ones(int(near.sum())), s[near], x[near] * s[near, None],
+                            s[near] * y[near]])
+    glob = np.where(r < lo, 0, 1)[~near]
+    return rows, _label_sums(x[~near], y[~near], s[~near], glob, 2)
+
+
+def _pk_codes(x, y, beta, b: float, lo: float, hi: float, glob_ids: np.ndarray,
+              offset: int) -> np.ndarray:
+    """One chunk's labels of the "pk" start: its band rows ``offset``, ``offset + 1``, ...
+    in row order, the globs ``glob_ids[0]`` (below) and ``glob_ids[1]`` (above)."""
+    r = _resid(np.asarray(x), np.asarray(y), beta, b)
+    near = (r >= lo) & (r <= hi)
+    lab = glob_ids[np.where(r < lo, 0, 1)]
+    lab[near] = offset + np.arange(int(near.sum()))
+    return lab
+
+
+def _near_select(x, y, lab, beta, b, fine: np.ndarray, minority_pos: np.ndarray) -> np.ndarray:
+    """The rows of the clusters ``fine`` on their minority side (r > 0 when
+    ``minority_pos``), as in ``split_near``."""
+    r = _resid(np.asarray(x), np.asarray(y), beta, b)
+    lab = np.asarray(lab)
+    return fine[lab] & ((r > 0) == minority_pos[lab])
+
+
+def _near_rows(x, y, s, lab, beta, b, fine, minority_pos) -> tuple[np.ndarray, np.ndarray]:
+    """One chunk: [1, s, s x, s y] of its rows that leave their cluster, and those clusters."""
+    sel = _near_select(x, y, lab, beta, b, fine, minority_pos)
+    x, y, s = np.asarray(x)[sel], np.asarray(y)[sel], np.asarray(s)[sel]
+    return (np.column_stack([np.ones(x.shape[0]), s, x * s[:, None], s * y]),
+            np.asarray(lab)[sel])
+
+
+def _near_relabel(x, y, lab, beta, b, fine, minority_pos, offset: int) -> np.ndarray:
+    """One chunk's labels after ``split_near``: its leaving rows ``offset``, ``offset + 1``,
+    ... in row order."""
+    sel = _near_select(x, y, lab, beta, b, fine, minority_pos)
+    out = np.array(lab, dtype=np.int64, copy=True)
+    out[sel] = offset + np.arange(int(sel.sum()))
+    return out
+
+
 def _label_range(lab: np.ndarray) -> np.ndarray:
     lab = np.asarray(lab)
     return np.array([lab.min(), lab.max()] if lab.size else [0, -1], dtype=np.int64)
@@ -576,11 +633,13 @@ class DaskLadRows:
         sums. The subsample rows travel with the pass over y that finds the quantile."""
         from solvers.aid.aggregation import Aggregate
 
-        plan = self._sample_plan(K, init, seed) if isinstance(init, str) else None
+        plan = self._sample_plan(K, init, seed, fit_intercept) if isinstance(init, str) else None
         natural, rows = self._natural_and_rows(fit_intercept, quantile,
                                                plan["union"] if plan else None)
         sc = self.scaling(natural)
         data = self.scaled(sc)
+        if plan is not None and plan.get("pk"):
+            return data, data._pk_initial(plan, rows, sc, fit_intercept, quantile), natural, sc
         if plan is None:
             agg = data.aggregate(init, persist=False)
         elif plan["all"]:
@@ -594,10 +653,19 @@ class DaskLadRows:
                             W=M[keys, 1], SX=M[keys, 2:-1], SY=M[keys, -1])
         return data, agg, natural, sc
 
-    def _sample_plan(self, K: int, method: str, seed: int) -> dict:
+    def _sample_plan(self, K: int, method: str, seed: int, fit_intercept: bool = True) -> dict:
         """The subsamples ``lad_clusters`` draws, in its order, from ``default_rng(seed)``."""
-        from solvers.aid.clustering import DEFAULT_SAMPLE_SIZE, subsample
+        from solvers.aid.clustering import DEFAULT_SAMPLE_SIZE, pk_sizes, subsample
 
+        if method == "pk":
+            m, M = pk_sizes(self.n, self.p + int(fit_intercept))
+            if M >= self.n - 2 or self.p + int(fit_intercept) == 0:
+                return dict(all=True, union=None)
+            rng = np.random.default_rng(seed)
+            fit = subsample(self.n, m, rng)
+            held = subsample(self.n, m, rng)  # for the band's bounds: residuals off the fit
+            return dict(all=False, pk=True, fit=fit, held=held, band=M,
+                        union=np.unique(np.concatenate([fit, held])))
         if K >= self.n:
             return dict(all=True, union=None)
         if method == "kmeans":
@@ -784,6 +852,65 @@ class DaskLadRows:
                 return codes, np.asarray(M)
             shift = np.cumsum(present) - 1  # an empty bin below others: halve by the compacted bin
 
+    def _pk_initial(self, plan: dict, rows: tuple, sc: Any, fit_intercept: bool,
+                    quantile: float) -> Any:
+        """The "pk" start of ``solvers.aid.clustering.pk_start`` over the chunks: the exact fit
+        of the fetched subsample, the band's residual bounds from the quantiles at
+        tau -+ M / (2 n) of a second, held-out subsample (any partition is valid; in memory the
+        bounds are exact order statistics of all rows), then one pass that returns each chunk's
+        band rows (each its own cluster) and the sums of the two globs; the labels stay lazy
+        until the first evaluate."""
+        from solvers.aid.aggregation import Aggregate
+        from solvers.aid.clustering import pk_fit
+
+        Xu, yu, su = sc.apply(*rows)
+        fit_rows = np.searchsorted(plan["union"], plan["fit"])
+        held = np.searchsorted(plan["union"], plan["held"])
+        fit = pk_fit(Xu[fit_rows], yu[fit_rows], su[fit_rows], fit_intercept, quantile)
+        if fit is None:  # pragma: no cover - a small, well-posed LP
+            raise DataError("init='pk': the subsample fit failed; use init='band'.")
+        beta, b = fit
+        lo, hi = self._pk_bounds(_resid(Xu[held], yu[held], beta, b), beta, b, quantile,
+                                 plan["band"])
+        parts = self._run(_pk_band, None, beta, b, lo, hi)
+        counts = np.array([q[0].shape[0] for q in parts], dtype=np.int64)
+        globs = np.sum([q[1] for q in parts], axis=0)
+        band = np.concatenate([q[0] for q in parts])
+        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        present = globs[:, 0] > 0
+        ids = np.cumsum(present) - 1  # the glob ids after dropping an empty one
+        first = int(present.sum())
+        codes = da.concatenate([
+            da.from_delayed(dask.delayed(_pk_codes)(x, y, beta, b, lo, hi, ids, first + off),
+                            shape=(r,), dtype=np.int64)
+            for (x, y, _), off, r in zip(self._blocks, offsets, self.X.chunks[0], strict=True)])
+        M = np.vstack([globs[present], band])
+        return Aggregate(labels=codes, W=M[:, 1], SX=M[:, 2:-1], SY=M[:, -1])
+
+    def _pk_bounds(self, r_held: np.ndarray, beta: np.ndarray, b: float, quantile: float,
+                   band: int, bins: int = 8192) -> tuple[float, float]:
+        """The residuals of rank tau n -+ band / 2 at (beta, b), to a bin of a histogram: the
+        held-out subsample's residuals bracket them (their quantiles alone were off by a
+        third of the band's width at 171,428 x 5, tau = 0.3, and the globs then held half
+        misfits), one pass counts the rows below the bracket and histograms those in it."""
+        n = self.n
+        h = band / (2.0 * n)
+        ranks = np.array([max(quantile - h, 0.0), min(quantile + h, 1.0)])
+        m = r_held.shape[0]
+        slack = 6.0 * np.sqrt(ranks * (1 - ranks) / m) + 1.0 / m  # 6 sd of a sample quantile
+        a, z = np.quantile(r_held, [max(ranks[0] - slack[0], 0.0), min(ranks[1] + slack[1], 1.0)])
+        z = max(z, a + 1e-12 * (1.0 + abs(a)))
+        parts = self._run(_resid_hist, None, beta, b, float(a), float(z), bins)
+        below = sum(q[0] for q in parts)
+        hist = np.sum([q[1] for q in parts], axis=0)
+        cum = below + np.cumsum(hist)
+        edges = np.linspace(a, z, bins + 1)
+        out = []
+        for k in (ranks * n):
+            j = int(np.searchsorted(cum, k))  # first bin whose cumulative count reaches rank k
+            out.append(float(edges[min(j, bins)]) if j < bins else float(z))
+        return out[0], max(out[1], out[0])
+
     def map_rows(self, func, *args, dtype: Any = float, labels: da.Array | None = None
                  ) -> da.Array:
         """An n-vector ``func(X_j, y_j, *args)`` per chunk, or ``func(X_j, labels_j, *args)``
@@ -879,6 +1006,47 @@ class DaskLadRows:
         agg.SY = np.concatenate([agg.SY, np.zeros(n_new)])
         agg.W[ids], agg.SX[ids], agg.SY[ids] = M[keys, 1], M[keys, 2:-1], M[keys, -1]
         return old_ids, new_ids
+
+    def split_near(self, agg: Any, mixed: np.ndarray, state: tuple,
+                   share: float = 0.25) -> tuple[np.ndarray, np.ndarray]:
+        """``solvers.aid.aggregation.split_near`` over the chunks: the rows on a mixed
+        cluster's minority side (known from the last ``evaluate``'s counts) are fetched in one
+        pass and become clusters of one row; the cluster keeps its sums less theirs. Clusters
+        where that would be more than ``share`` of the rows are split 4-way by :meth:`split`
+        (one more pass). The new labels stay lazy until the next ``evaluate``."""
+        beta, b, _, cnt = state
+        npos, nneg = cnt[1::2], cnt[0::2]
+        minority_pos = npos < nneg
+        coarse = mixed & (np.where(minority_pos, npos, nneg) > share * (npos + nneg))
+        fine = mixed & ~coarse
+        old1 = new1 = np.zeros(0, dtype=np.int64)
+        if coarse.any():
+            old1, new1 = self.split(agg, coarse, state, True)
+        if not fine.any():
+            return old1, new1
+        fine = np.concatenate([fine, np.zeros(agg.n_clusters - fine.shape[0], dtype=bool)])
+        minority_pos = np.concatenate([minority_pos, np.zeros(fine.shape[0] -
+                                                              minority_pos.shape[0], dtype=bool)])
+        lab = blocks(agg.labels)
+        (parts,) = dask.compute([dask.delayed(_near_rows)(x, y, s, q, beta, b, fine, minority_pos)
+                                 for (x, y, s), q in zip(self._blocks, lab, strict=True)])
+        rows = np.vstack([q[0] for q in parts])
+        from_k = np.concatenate([q[1] for q in parts])
+        K1 = agg.n_clusters
+        offsets = K1 + np.concatenate([[0], np.cumsum([q[1].shape[0] for q in parts])[:-1]])
+        agg.labels = da.concatenate([
+            da.from_delayed(dask.delayed(_near_relabel)(x, y, q, beta, b, fine, minority_pos,
+                                                        int(off)), shape=(r,), dtype=np.int64)
+            for (x, y, _), q, off, r in zip(self._blocks, lab, offsets, self.X.chunks[0],
+                                            strict=True)])
+        out = np.zeros((K1, rows.shape[1]))
+        np.add.at(out, from_k, rows)
+        agg.W = np.concatenate([agg.W - out[:, 1], rows[:, 1]])
+        agg.SX = np.concatenate([agg.SX - out[:, 2:-1], rows[:, 2:-1]])
+        agg.SY = np.concatenate([agg.SY - out[:, -1], rows[:, -1]])
+        old2 = np.unique(from_k)
+        new2 = K1 + np.arange(rows.shape[0], dtype=np.int64)
+        return np.concatenate([old1, old2]), np.concatenate([new1, new2])
 
     def columns(self) -> dict[str, np.ndarray]:
         """Per named array its smallest non-zero and largest |value| (same dynamic range)."""

@@ -231,8 +231,8 @@ AID_LAD = table(
         choices=LAD_SPLIT_RULES)),
     Option("init", "choice", "auto",
            "initial clustering: 'pk' (Portnoy-Koenker band of singletons and two globs), "
-           "'band', 'quantile', 'kmeans', or your labels; 'auto' = pk in memory, band on Dask "
-           "or with lp='simplex'", choices=("auto", *LAD_METHODS), or_array=True),
+           "'band', 'quantile', 'kmeans', or your labels; 'auto' = pk, or band with "
+           "lp='simplex'", choices=("auto", *LAD_METHODS), or_array=True),
     Option("lp", "choice", "auto",
            "solver of the aggregated LP: 'ipm' (Frisch-Newton interior point) or 'simplex' "
            "(HiGHS, warm-started); 'auto' = ipm with init='pk', else simplex",

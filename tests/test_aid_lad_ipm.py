@@ -15,7 +15,7 @@ from solvers.aid.fn_lp import IpmLadLP, frisch_newton
 from solvers.aid.lad import dual_bound
 from solvers.aid.lad_lp import lad_dual_lp, new_highs, quantile_box
 from solvers.result import SolutionStatus, TerminationCondition
-from tests.test_aid_lad import lad_reference, make_lad, residuals
+from tests.test_aid_lad import assert_sign_pure, lad_reference, make_lad, residuals
 
 
 def highs_lp(SXa, SY, box):
@@ -201,12 +201,20 @@ def test_interior_point_failure_falls_back_or_is_a_status(monkeypatch):
     assert "Frisch-Newton" in res.raw_status and "kSolveError" in res.raw_status
 
 
-def test_pk_on_dask_is_refused_and_auto_uses_band():
+@pytest.mark.parametrize("quantile", [0.5, 0.3])
+def test_pk_on_dask_is_the_in_memory_optimum(quantile):
+    """The default on Dask (pk, the band's bounds from a histogram pass, the near split over
+    the chunks) is certified at the in-memory optimum, with weights and zero-weight rows."""
     da = pytest.importorskip("dask.array")
-    X, y, _ = make_lad(1, n=2000)
-    with pytest.raises(ValueError, match="init='pk'"):
-        aid_lad(da.from_array(X, chunks=(500, 3)), da.from_array(y, chunks=500), init="pk")
-    res = aid_lad(da.from_array(X, chunks=(500, 3)), da.from_array(y, chunks=500),
-                  n_clusters=20)
-    assert res.termination is TerminationCondition.CERTIFIED
-    assert res.objective == pytest.approx(lad_reference(X, y), rel=1e-9)
+    X, y, s = make_lad(1, n=40000, p=4, kind="weights")
+    s[::7] = 0.0
+    mem = aid_lad(X, y, sample_weight=s, quantile=quantile)
+    dsk = aid_lad(da.from_array(X, chunks=(10000, 4)), da.from_array(y, chunks=10000),
+                  sample_weight=da.from_array(s, chunks=10000), quantile=quantile)
+    assert dsk.termination is mem.termination is TerminationCondition.CERTIFIED
+    assert abs(dsk.objective - mem.objective) <= 1e-10 * mem.scale
+    assert dsk.iterations <= mem.iterations + 2  # the same start, bounds to a histogram bin
+    lab = dsk.extra["labels"].compute()
+    assert lab.shape == (int((s > 0).sum()),) and lab.max() + 1 == dsk.extra["n_clusters_final"]
+    r = residuals(X[s > 0], y[s > 0], dsk)
+    assert_sign_pure(lab, r, 1e-9 * (1 + np.abs(y).max()))

@@ -95,9 +95,9 @@ def test_ridge_on_cluster_equals_in_memory(client, method):
 @pytest.mark.parametrize("quantile", [0.5, pytest.param(0.8, marks=pytest.mark.slow)])
 def test_aid_lad_on_cluster_is_the_certified_in_memory_optimum(client, quantile):
     X, y = _lad_data()
-    mem = aid_lad(X, y, quantile=quantile, n_clusters=100, init="band")  # Dask's default
+    mem = aid_lad(X, y, quantile=quantile, n_clusters=100, init="band")
     dsk = aid_lad(da.from_array(X, chunks=(1500, 3)), da.from_array(y, chunks=2000),
-                  quantile=quantile, n_clusters=100)
+                  quantile=quantile, n_clusters=100, init="band")
     assert dsk.termination is mem.termination is TerminationCondition.CERTIFIED
     assert abs(dsk.objective - mem.objective) <= 1e-12 * mem.objective
     assert np.allclose(dsk.x, mem.x, rtol=1e-12, atol=1e-12)

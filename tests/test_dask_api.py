@@ -46,8 +46,8 @@ def _chunked(X, y, rows=750):
 
 def test_lad_aid_on_dask_is_the_in_memory_certified_optimum(client):
     X, y = _lad_data()
-    mem = LAD(X, y).solve("aid", n_clusters=80, init="band")  # the default on Dask
-    dsk = LAD(*_chunked(X, y)).solve("aid", n_clusters=80)
+    mem = LAD(X, y).solve("aid", n_clusters=80, init="band")
+    dsk = LAD(*_chunked(X, y)).solve("aid", n_clusters=80, init="band")
     full = LAD(X, y).solve("full")
     assert dsk.termination is mem.termination is TerminationCondition.CERTIFIED
     assert abs(dsk.objective - mem.objective) <= 1e-12 * mem.objective

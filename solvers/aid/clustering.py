@@ -262,21 +262,15 @@ def pk_start(X: np.ndarray, y: np.ndarray, s: np.ndarray, fit_intercept: bool, q
     exact problem.  Otherwise the globs are mixed and AID splits them (``split="near"`` sheds
     their misfits as singletons, as Portnoy and Koenker's fix-up adds them to the band).
     """
-    from solvers.aid.fn_lp import IpmLadLP
-
     n, p = X.shape
-    q = p + int(fit_intercept)
-    m = int(np.sqrt(max(q, 1)) * n ** (2.0 / 3.0))
-    M = int(band * m)
-    if M >= n - 2 or q == 0:
+    m, M = pk_sizes(n, p + int(fit_intercept), band)
+    if M >= n - 2 or p + int(fit_intercept) == 0:
         return np.arange(n, dtype=np.int64)
     idx = subsample(n, m, rng)
-    A = np.column_stack([X[idx], np.ones(idx.shape[0])]) if fit_intercept else X[idx]
-    out = IpmLadLP(A * s[idx, None], s[idx] * y[idx], box=quantile_box(quantile)).solve()
-    if out.coef is None:  # pragma: no cover - a small, well-posed LP
+    fit = pk_fit(X[idx], y[idx], s[idx], fit_intercept, quantile)
+    if fit is None:  # pragma: no cover - a small, well-posed LP
         return score_bins(y, s, 2, method="quantile", rng=rng)
-    beta, b = out.coef[:p], (out.coef[p] if fit_intercept else 0.0)
-    r = y - X @ beta - b
+    r = y - X @ fit[0] - fit[1]
     lo_k = int(min(max(quantile * n - M / 2, 0), n - 1))
     hi_k = int(min(lo_k + M, n - 1))
     lo, hi = np.partition(r, (lo_k, hi_k))[[lo_k, hi_k]]
@@ -284,6 +278,26 @@ def pk_start(X: np.ndarray, y: np.ndarray, s: np.ndarray, fit_intercept: bool, q
     labels = np.where(r < lo, 0, 1).astype(np.int64)
     labels[near] = 2 + np.arange(int(near.sum()))
     return compact_labels(labels)
+
+
+def pk_sizes(n: int, q: int, band: float = PK_BAND) -> tuple[int, int]:
+    """``(m, M)``: the subsample sqrt(q) n^(2/3) of the "pk" start and its band, ``band`` m."""
+    m = int(np.sqrt(max(q, 1)) * n ** (2.0 / 3.0))
+    return m, int(band * m)
+
+
+def pk_fit(Xs: np.ndarray, ys: np.ndarray, ss: np.ndarray, fit_intercept: bool,
+           quantile: float) -> tuple[np.ndarray, float] | None:
+    """The exact weighted quantile fit (beta, b) of a subsample by the interior point of
+    :mod:`solvers.aid.fn_lp` (None if it fails)."""
+    from solvers.aid.fn_lp import IpmLadLP
+
+    A = np.column_stack([Xs, np.ones(Xs.shape[0])]) if fit_intercept else Xs
+    out = IpmLadLP(A * ss[:, None], ss * ys, box=quantile_box(quantile)).solve()
+    if out.coef is None:
+        return None
+    p = Xs.shape[1]
+    return out.coef[:p], (float(out.coef[p]) if fit_intercept else 0.0)
 
 
 def cycle_split(labels: np.ndarray, X: np.ndarray, rng: np.random.Generator) -> np.ndarray:

@@ -146,7 +146,8 @@ def aid_lad(
         Initial clustering, see :func:`solvers.aid.clustering.lad_clusters`, or the labels of
         your own clustering (one int per row). "pk" (Portnoy and Koenker): the
         sqrt(q) n^(2/3) rows nearest an exact subsample fit as clusters of one row, the rest
-        in two globs. "auto": "pk" in memory, "band" on Dask or with ``lp="simplex"``.
+        in two globs (on Dask the band's bounds come from one histogram pass). "auto": "pk",
+        or "band" with ``lp="simplex"``.
     gap_tol : float
         Stop with GAP_LIMIT once (E_best - F) / scale <= gap_tol, ``scale`` the natural scale
         of :func:`lad_natural_scale` (0: run to the certificate).
@@ -160,8 +161,7 @@ def aid_lad(
         "refine": each of the two halves is halved again at its mean |r|, which isolates the
         rows near the hyperplane in fewer iterations; "near": the rows on a cluster's minority
         side become clusters of one row (:func:`solvers.aid.aggregation.split_near`); any
-        refinement keeps AID exact. "auto": "near" with ``lp="ipm"``, else "refine" ("near"
-        runs as "refine" on Dask).
+        refinement keeps AID exact. "auto": "near" with ``lp="ipm"``, else "refine".
     sift : bool
         ``lp="simplex"`` with ``warm_start``: fix the columns of pure clusters that sit at a
         bound, so the simplex prices only the clusters near the hyperplane; a fixed column
@@ -229,7 +229,7 @@ def aid_lad(
     time_limit = check_positive(time_limit, "time_limit", f, none_ok=True)
     zero_tol = check_nonnegative(zero_tol, "zero_tol", f)
     init, lp, split = _resolve_auto(init, check_choice(lp, "lp", f, LP_SOLVERS),
-                                    check_choice(split, "split", f, SPLIT_RULES), data is not None)
+                                    check_choice(split, "split", f, SPLIT_RULES))
     quantile = check_quantile(quantile)
     if not isinstance(fit_intercept, (bool, np.bool_)):
         raise ValueError(f"'fit_intercept' must be True or False; got {fit_intercept!r}.")
@@ -247,19 +247,16 @@ def aid_lad(
     return _result(state, agg, keep, n, fit_intercept, t0, sc, scale)
 
 
-def _resolve_auto(init: Any, lp: str, split: str, on_dask: bool) -> tuple[Any, str, str]:
-    """The "auto" choices: in memory the Portnoy-Koenker start ("pk") with the interior point
-    and the "near" split; on Dask (where "pk" is not offered) "band" with the warm-started
-    simplex and the "refine" split.  Each "auto" follows the choices made explicitly."""
+def _resolve_auto(init: Any, lp: str, split: str) -> tuple[Any, str, str]:
+    """The "auto" choices: the Portnoy-Koenker start ("pk") with the interior point and the
+    "near" split (in memory and on Dask), or "band" with the warm-started simplex and the
+    "refine" split when ``lp="simplex"``.  Each "auto" follows the choices made explicitly."""
     if isinstance(init, str) and init == "auto":
-        init = "band" if on_dask or lp == "simplex" else "pk"
-    if on_dask and isinstance(init, str) and init == "pk":
-        raise DataError("init='pk' (the Portnoy-Koenker start) needs the rows in memory; with "
-                        "a Dask X use init='band' (the default there) or 'quantile'.")
+        init = "band" if lp == "simplex" else "pk"
     if lp == "auto":
         lp = "ipm" if isinstance(init, str) and init == "pk" else "simplex"
     if split == "auto":
-        split = "near" if lp == "ipm" and not on_dask else "refine"
+        split = "near" if lp == "ipm" else "refine"
     return init, lp, split
 
 
@@ -536,11 +533,13 @@ class _Evaluation:
 
     def split(self, agg: Aggregate, mixed: np.ndarray, rule: str,
               coef: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Split the mixed clusters by ``rule`` (``data.split``; on Dask "near" splits as
-        "refine"); then the margins of the pieces at ``coef``. Returns ``(old_ids, new_ids)``."""
+        """Split the mixed clusters by ``rule`` (``data.split``, or ``split_near`` on Dask);
+        then the margins of the pieces at ``coef``. Returns ``(old_ids, new_ids)``."""
         if self.screen is None:
             if type(self.data) is LadRows:
                 return self.data.split(agg, mixed, self.r, rule)
+            if rule == "near":
+                return self.data.split_near(agg, mixed, self.r)
             return self.data.split(agg, mixed, self.r, rule != "sign")
         if self.rows is None:
             rows = np.flatnonzero(mixed[agg.labels])
