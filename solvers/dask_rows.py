@@ -475,28 +475,28 @@ def _resid_hist(x, y, s, local, beta, b: float, a: float, z: float, bins: int
     return int((r < a).sum()), np.histogram(inside, bins=bins, range=(a, z))[0]
 
 
-def _pk_band(x, y, s, local, beta, b: float, lo: float, hi: float
-             ) -> tuple[np.ndarray, np.ndarray]:
-    """One chunk of the "pk" start: [1, s, s x, s y] of its band rows (lo <= r <= hi, in row
-    order) and of its two globs (r < lo, r > hi)."""
+def _pk_band(x, y, s, beta, b: float, lo: float, hi: float
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One chunk of the "pk" start: its local codes (0 below the band, 1 above, 2 + the rank
+    of a band row in the chunk), [1, s, s x, s y] of its band rows (in row order) and of its
+    two globs (r < lo, r > hi)."""
     x, y, s = np.asarray(x), np.asarray(y), np.asarray(s)
     r = _resid(x, y, beta, b)
     near = (r >= lo) & (r <= hi)
+    code = np.where(r < lo, 0, 1).astype(np.int64)
+    code[near] = 2 + np.arange(int(near.sum()))
     rows = np.column_stack([np.ones(int(near.sum())), s[near], x[near] * s[near, None],
                             s[near] * y[near]])
-    glob = np.where(r < lo, 0, 1)[~near]
-    return rows, _label_sums(x[~near], y[~near], s[~near], glob, 2)
+    return code, rows, _label_sums(x[~near], y[~near], s[~near], code[~near], 2)
 
 
-def _pk_codes(x, y, beta, b: float, lo: float, hi: float, glob_ids: np.ndarray,
-              offset: int) -> np.ndarray:
-    """One chunk's labels of the "pk" start: its band rows ``offset``, ``offset + 1``, ...
-    in row order, the globs ``glob_ids[0]`` (below) and ``glob_ids[1]`` (above)."""
-    r = _resid(np.asarray(x), np.asarray(y), beta, b)
-    near = (r >= lo) & (r <= hi)
-    lab = glob_ids[np.where(r < lo, 0, 1)]
-    lab[near] = offset + np.arange(int(near.sum()))
-    return lab
+def _pk_globalise(code: np.ndarray, glob_ids: np.ndarray, offsets: np.ndarray,
+                  block_info=None) -> np.ndarray:
+    """Global labels from a chunk's local "pk" codes: globs ``glob_ids[0|1]``, band rows
+    ``offsets[chunk] + rank``."""
+    j = block_info[0]["chunk-location"][0]
+    code = np.asarray(code)
+    return np.where(code < 2, glob_ids[np.minimum(code, 1)], offsets[j] + code - 2)
 
 
 def _near_select(x, y, lab, beta, b, fine: np.ndarray, minority_pos: np.ndarray) -> np.ndarray:
@@ -507,21 +507,24 @@ def _near_select(x, y, lab, beta, b, fine: np.ndarray, minority_pos: np.ndarray)
     return fine[lab] & ((r > 0) == minority_pos[lab])
 
 
-def _near_rows(x, y, s, lab, beta, b, fine, minority_pos) -> tuple[np.ndarray, np.ndarray]:
-    """One chunk: [1, s, s x, s y] of its rows that leave their cluster, and those clusters."""
+def _near_rows(x, y, s, lab, beta, b, fine, minority_pos
+               ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """One chunk: per row its rank among the rows that leave their cluster (-1: stays),
+    [1, s, s x, s y] of those rows, and their clusters."""
     sel = _near_select(x, y, lab, beta, b, fine, minority_pos)
+    rank = np.full(sel.shape[0], -1, dtype=np.int64)
+    rank[sel] = np.arange(int(sel.sum()))
     x, y, s = np.asarray(x)[sel], np.asarray(y)[sel], np.asarray(s)[sel]
-    return (np.column_stack([np.ones(x.shape[0]), s, x * s[:, None], s * y]),
+    return (rank, np.column_stack([np.ones(x.shape[0]), s, x * s[:, None], s * y]),
             np.asarray(lab)[sel])
 
 
-def _near_relabel(x, y, lab, beta, b, fine, minority_pos, offset: int) -> np.ndarray:
-    """One chunk's labels after ``split_near``: its leaving rows ``offset``, ``offset + 1``,
-    ... in row order."""
-    sel = _near_select(x, y, lab, beta, b, fine, minority_pos)
-    out = np.array(lab, dtype=np.int64, copy=True)
-    out[sel] = offset + np.arange(int(sel.sum()))
-    return out
+def _near_apply(lab: np.ndarray, rank: np.ndarray, offsets: np.ndarray,
+                block_info=None) -> np.ndarray:
+    """A chunk's labels after ``split_near``: leaving rows ``offsets[chunk] + rank``."""
+    j = block_info[0]["chunk-location"][0]
+    rank = np.asarray(rank)
+    return np.where(rank >= 0, offsets[j] + rank, np.asarray(lab))
 
 
 def _label_range(lab: np.ndarray) -> np.ndarray:
@@ -872,18 +875,19 @@ class DaskLadRows:
         beta, b = fit
         lo, hi = self._pk_bounds(_resid(Xu[held], yu[held], beta, b), beta, b, quantile,
                                  plan["band"])
-        parts = self._run(_pk_band, None, beta, b, lo, hi)
-        counts = np.array([q[0].shape[0] for q in parts], dtype=np.int64)
-        globs = np.sum([q[1] for q in parts], axis=0)
-        band = np.concatenate([q[0] for q in parts])
-        offsets = np.concatenate([[0], np.cumsum(counts)[:-1]])
+        parts = [dask.delayed(_pk_band, nout=3)(x, y, w, beta, b, lo, hi)
+                 for x, y, w in self._blocks]
+        code = da.concatenate([da.from_delayed(q[0], shape=(r,), dtype=np.int64)
+                               for q, r in zip(parts, self.X.chunks[0], strict=True)])
+        code, rest = dask.persist(code, [(q[1], q[2]) for q in parts], optimize_graph=False)
+        (rest,) = dask.compute(rest)
+        counts = np.array([q[0].shape[0] for q in rest], dtype=np.int64)
+        globs = np.sum([q[1] for q in rest], axis=0)
+        band = np.concatenate([q[0] for q in rest])
         present = globs[:, 0] > 0
         ids = np.cumsum(present) - 1  # the glob ids after dropping an empty one
-        first = int(present.sum())
-        codes = da.concatenate([
-            da.from_delayed(dask.delayed(_pk_codes)(x, y, beta, b, lo, hi, ids, first + off),
-                            shape=(r,), dtype=np.int64)
-            for (x, y, _), off, r in zip(self._blocks, offsets, self.X.chunks[0], strict=True)])
+        offsets = int(present.sum()) + np.concatenate([[0], np.cumsum(counts)[:-1]])
+        codes = da.map_blocks(_pk_globalise, code, ids, offsets, dtype=np.int64)
         M = np.vstack([globs[present], band])
         return Aggregate(labels=codes, W=M[:, 1], SX=M[:, 2:-1], SY=M[:, -1])
 
@@ -1028,17 +1032,17 @@ class DaskLadRows:
         minority_pos = np.concatenate([minority_pos, np.zeros(fine.shape[0] -
                                                               minority_pos.shape[0], dtype=bool)])
         lab = blocks(agg.labels)
-        (parts,) = dask.compute([dask.delayed(_near_rows)(x, y, s, q, beta, b, fine, minority_pos)
-                                 for (x, y, s), q in zip(self._blocks, lab, strict=True)])
-        rows = np.vstack([q[0] for q in parts])
-        from_k = np.concatenate([q[1] for q in parts])
+        parts = [dask.delayed(_near_rows, nout=3)(x, y, w, q, beta, b, fine, minority_pos)
+                 for (x, y, w), q in zip(self._blocks, lab, strict=True)]
+        rank = da.concatenate([da.from_delayed(q[0], shape=(r,), dtype=np.int64)
+                               for q, r in zip(parts, self.X.chunks[0], strict=True)])
+        rank, rest = dask.persist(rank, [(q[1], q[2]) for q in parts], optimize_graph=False)
+        (rest,) = dask.compute(rest)
+        rows = np.vstack([q[0] for q in rest])
+        from_k = np.concatenate([q[1] for q in rest])
         K1 = agg.n_clusters
-        offsets = K1 + np.concatenate([[0], np.cumsum([q[1].shape[0] for q in parts])[:-1]])
-        agg.labels = da.concatenate([
-            da.from_delayed(dask.delayed(_near_relabel)(x, y, q, beta, b, fine, minority_pos,
-                                                        int(off)), shape=(r,), dtype=np.int64)
-            for (x, y, _), q, off, r in zip(self._blocks, lab, offsets, self.X.chunks[0],
-                                            strict=True)])
+        offsets = K1 + np.concatenate([[0], np.cumsum([q[1].shape[0] for q in rest])[:-1]])
+        agg.labels = da.map_blocks(_near_apply, agg.labels, rank, offsets, dtype=np.int64)
         out = np.zeros((K1, rows.shape[1]))
         np.add.at(out, from_k, rows)
         agg.W = np.concatenate([agg.W - out[:, 1], rows[:, 1]])

@@ -189,3 +189,18 @@ def test_a_worker_killed_mid_run_changes_nothing(client):
     assert killed and dsk.termination is TerminationCondition.CERTIFIED
     assert dsk.iterations == mem.iterations >= 2
     assert abs(dsk.objective - mem.objective) <= 1e-12 * mem.objective
+
+
+@pytest.mark.parametrize("quantile", [0.5, 0.7])
+def test_aid_lad_pk_default_on_cluster_is_the_in_memory_optimum(client, quantile):
+    """The default on Dask (the pk start, the interior point, the near split over the chunks)
+    on two worker processes: certified at the in-memory optimum, with weights and zero rows."""
+    X, y = _lad_data(n=12000, seed=7)
+    s = np.random.default_rng(8).uniform(0.5, 2.0, X.shape[0])
+    s[::9] = 0.0
+    mem = aid_lad(X, y, sample_weight=s, quantile=quantile)
+    dsk = aid_lad(da.from_array(X, chunks=(3000, 3)), da.from_array(y, chunks=3000),
+                  sample_weight=da.from_array(s, chunks=3000), quantile=quantile)
+    assert dsk.termination is mem.termination is TerminationCondition.CERTIFIED
+    assert abs(dsk.objective - mem.objective) <= 1e-10 * mem.scale
+    assert dsk.extra["labels"].compute().max() + 1 == dsk.extra["n_clusters_final"]
