@@ -153,6 +153,17 @@ def parse_caps(items: list[str], defaults: dict[str, int]) -> dict[str, int]:
     return caps
 
 
+def instance_size(size: str | None, default: tuple[int, int]) -> tuple[int, int]:
+    """``(n, p)`` from a ``--size N,P`` argument, or ``default`` when it is not given."""
+    if not size:
+        return default
+    try:
+        n, p = (int(v) for v in size.split(","))
+    except ValueError:
+        raise SystemExit(f"--size takes N,P (e.g. 20000,100); got {size!r}") from None
+    return n, p
+
+
 def run_tables(lines: list[str], run_instance: Callable[..., list[Row]], warm_up: tuple,
                instances: Any, caps: dict[str, int], stem: str, quick: bool) -> None:
     """Print ``lines``, run ``warm_up`` (name, X, y) untimed (imports, JIT caches), then every

@@ -26,7 +26,7 @@ import argparse
 import warnings
 
 import numpy as np
-from _common import Row, failed, parse_caps, preamble, run_tables, timed
+from _common import Row, failed, instance_size, parse_caps, preamble, run_tables, timed
 
 DISTS = ["optmodels", "scikit-learn", "numpy", "scipy"]
 C = 1.0
@@ -114,12 +114,7 @@ def run_instance(name: str, X: np.ndarray, y: np.ndarray, caps: dict[str, int]) 
 
 
 def instances(quick: bool, size: str | None = None):
-    n, p = (10_000, 50) if quick else (100_000, 100)
-    if size:
-        try:
-            n, p = (int(v) for v in size.split(","))
-        except ValueError:
-            raise SystemExit(f"--size takes N,P (e.g. 30000,100); got {size!r}") from None
+    n, p = instance_size(size, (10_000, 50) if quick else (100_000, 100))
     for kind in ("dense", "ill"):
         X, y = make_instance(n, p, kind)
         yield f"{kind} n={n:.0e} p={p}", X, y

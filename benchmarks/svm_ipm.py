@@ -23,7 +23,7 @@ import argparse
 import warnings
 
 import numpy as np
-from _common import Row, failed, parse_caps, run_tables, skipped, timed
+from _common import Row, failed, instance_size, parse_caps, run_tables, skipped, timed
 from _common import preamble as _preamble
 from linear_svm import C, rehline_fit, svm_objective
 
@@ -121,12 +121,7 @@ def main() -> None:
                          "3000,30)")
     args = ap.parse_args()
     caps = parse_caps(args.cap, {})
-    n, p = (3000, 30) if args.quick else (100_000, 100)
-    if args.size:
-        try:
-            n, p = (int(v) for v in args.size.split(","))
-        except ValueError:
-            raise SystemExit(f"--size takes N,P (e.g. 20000,100); got {args.size!r}") from None
+    n, p = instance_size(args.size, (3000, 30) if args.quick else (100_000, 100))
     lines = _preamble("Linear hinge SVM: interior point with sketched CG vs peers", DISTS,
                       args.quick)
     instances = ((f"{kind} n={n:,} p={p}", *make_instance(n, p, kind == "ill"))

@@ -289,6 +289,34 @@ def _relabel(lab: np.ndarray, code: np.ndarray, key_id: np.ndarray) -> np.ndarra
     return out
 
 
+def apply_pieces(agg: Any, M: np.ndarray, codes: da.Array, mixed_ids: np.ndarray, P: int,
+                 persist: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Update ``agg`` with the pieces of a split over the chunks: ``M`` holds per piece code
+    [rows, W, SX, SY], ``codes`` each row's code (-1 outside the mixed clusters). The first
+    non-empty piece of cluster k keeps id k, the others get K, K+1, ... (the numbering of
+    ``split_mixed``); the new labels are persisted when ``persist``, else left lazy. Returns
+    ``(old_ids, new_ids)``."""
+    K = agg.n_clusters
+    keys = np.flatnonzero(M[:, 0] > 0)  # the pieces present, in the order of np.unique
+    key_cluster = mixed_ids[keys // P]
+    first = np.ones(keys.shape[0], dtype=bool)
+    first[1:] = key_cluster[1:] != key_cluster[:-1]
+    old_ids = key_cluster[first]
+    n_new = int((~first).sum())
+    new_ids = K + np.arange(n_new, dtype=np.int64)
+    key_id = np.full(M.shape[0], -1, dtype=np.int64)
+    key_id[keys[first]] = old_ids
+    key_id[keys[~first]] = new_ids
+    labels = da.map_blocks(_relabel, agg.labels, codes, key_id, dtype=np.int64)
+    agg.labels = labels.persist() if persist else labels
+    ids = key_id[keys]
+    agg.W = np.concatenate([agg.W, np.zeros(n_new)])
+    agg.SX = np.concatenate([agg.SX, np.zeros((n_new, agg.SX.shape[1]))])
+    agg.SY = np.concatenate([agg.SY, np.zeros(n_new)])
+    agg.W[ids], agg.SX[ids], agg.SY[ids] = M[keys, 1], M[keys, 2:-1], M[keys, -1]
+    return old_ids, new_ids
+
+
 def _searchsorted(r: np.ndarray, edges: np.ndarray) -> np.ndarray:
     return np.searchsorted(edges, r, side="left").astype(np.int64)
 
@@ -974,6 +1002,11 @@ class DaskLadRows:
         tot, cnt = out[2 * K + 1:4 * K + 1], out[4 * K + 1:]
         return float(out[0]), (pos > 0) & (neg > 0), (beta, b, tot, cnt)
 
+    split_codes = staticmethod(_split_codes)
+    """The chunk function of :meth:`split` (a subclass with another score gives its own)."""
+    persist_split_labels = False
+    """False: the next ``evaluate`` applies and keeps the new labels (LAD's does)."""
+
     def split(self, agg: Any, mixed: np.ndarray, state: tuple,
               refine: bool) -> tuple[np.ndarray, np.ndarray]:
         """``split_mixed`` over the chunks: one pass (one graph) for the pieces and their sums;
@@ -985,31 +1018,15 @@ class DaskLadRows:
         mixed_pos[mixed_ids] = np.arange(mixed_ids.shape[0])
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = tot / cnt if refine else None
-        parts = [dask.delayed(_split_codes)(x, y, s, lab, beta, b, mixed_pos, mean, P)
+        parts = [dask.delayed(self.split_codes)(x, y, s, lab, beta, b, mixed_pos, mean, P)
                  for (x, y, s), lab in zip(self._blocks, blocks(agg.labels), strict=True)]
         codes = da.concatenate([
             da.from_delayed(dask.delayed(operator.getitem)(q, 0), shape=(rows,), dtype=np.int64)
             for q, rows in zip(parts, self.X.chunks[0], strict=True)])
         total = tree_sum([dask.delayed(operator.getitem)(q, 1) for q in parts])
         codes, total = dask.persist(codes, total, optimize_graph=False)
-        M = np.asarray(total.compute())
-        keys = np.flatnonzero(M[:, 0] > 0)  # the pieces present, in the order of np.unique
-        key_cluster = mixed_ids[keys // P]
-        first = np.ones(keys.shape[0], dtype=bool)
-        first[1:] = key_cluster[1:] != key_cluster[:-1]
-        old_ids = key_cluster[first]
-        n_new = int((~first).sum())
-        new_ids = K + np.arange(n_new, dtype=np.int64)
-        key_id = np.full(M.shape[0], -1, dtype=np.int64)
-        key_id[keys[first]] = old_ids
-        key_id[keys[~first]] = new_ids
-        agg.labels = da.map_blocks(_relabel, agg.labels, codes, key_id, dtype=np.int64)
-        ids = key_id[keys]
-        agg.W = np.concatenate([agg.W, np.zeros(n_new)])
-        agg.SX = np.concatenate([agg.SX, np.zeros((n_new, agg.SX.shape[1]))])
-        agg.SY = np.concatenate([agg.SY, np.zeros(n_new)])
-        agg.W[ids], agg.SX[ids], agg.SY[ids] = M[keys, 1], M[keys, 2:-1], M[keys, -1]
-        return old_ids, new_ids
+        return apply_pieces(agg, np.asarray(total.compute()), codes, mixed_ids, P,
+                            self.persist_split_labels)
 
     def split_near(self, agg: Any, mixed: np.ndarray, state: tuple,
                    share: float = 0.25) -> tuple[np.ndarray, np.ndarray]:

@@ -20,7 +20,6 @@ chunk by chunk, before any solve.
 
 from __future__ import annotations
 
-import operator
 from typing import Any
 
 import dask
@@ -75,13 +74,6 @@ def _split_codes(x, y, s, lab, w, b, mixed_pos, mean, P: int) -> tuple[np.ndarra
     n_codes = int(mixed_pos.max() + 1) * P
     W, SX, SY = cluster_sums(x[rows], y[rows], s[rows], code[rows], n_codes)
     return code, np.column_stack([np.bincount(code[rows], minlength=n_codes), W, SX, SY])
-
-
-def _relabel(lab: np.ndarray, code: np.ndarray, key_id: np.ndarray) -> np.ndarray:
-    out = lab.copy()
-    hit = code >= 0
-    out[hit] = key_id[code[hit]]
-    return out
 
 
 def _class_stats(y: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -307,24 +299,8 @@ class DaskSvmRows(DaskLadRows):
         return float(out[0]), (pos > 0) & (neg > 0), (w, b, out[2 * K + 1:4 * K + 1],
                                                        out[4 * K + 1:])
 
-    def split(self, agg: Any, mixed: np.ndarray, state: tuple,
-              refine: bool) -> tuple[np.ndarray, np.ndarray]:
-        """``split_mixed`` over the chunks by the sign of m (and its mean |m| per side)."""
-        w, b, tot, cnt = state
-        K, P = agg.n_clusters, (4 if refine else 2)
-        mixed_ids = np.flatnonzero(mixed)
-        mixed_pos = np.full(K, -1, dtype=np.int64)
-        mixed_pos[mixed_ids] = np.arange(mixed_ids.shape[0])
-        with np.errstate(invalid="ignore", divide="ignore"):
-            mean = tot / cnt if refine else None
-        parts = [dask.delayed(_split_codes)(x, y, s, lab, w, b, mixed_pos, mean, P)
-                 for (x, y, s), lab in zip(self._blocks, blocks(agg.labels), strict=True)]
-        codes = da.concatenate([
-            da.from_delayed(dask.delayed(operator.getitem)(q, 0), shape=(rows,), dtype=np.int64)
-            for q, rows in zip(parts, self.X.chunks[0], strict=True)])
-        total = tree_sum([dask.delayed(operator.getitem)(q, 1) for q in parts])
-        codes, total = dask.persist(codes, total)
-        return apply_pieces(agg, np.asarray(total.compute()), codes, mixed_ids, P)
+    split_codes = staticmethod(_split_codes)  # :meth:`DaskLadRows.split` by the sign of m
+    persist_split_labels = True  # (this evaluate does not keep the labels)
 
     def columns(self) -> dict[str, np.ndarray]:
         """Per column of X and for the weights: the smallest non-zero and largest |value|."""
@@ -453,29 +429,3 @@ class DaskSvmRows(DaskLadRows):
             centre = None if per[0][1] is None else np.concatenate([q[1][0] for q in per])
             out.append((bins, centre))
         return out
-
-
-def apply_pieces(agg: Any, M: np.ndarray, codes: da.Array, mixed_ids: np.ndarray,
-                 P: int) -> tuple[np.ndarray, np.ndarray]:
-    """Update ``agg`` with the pieces of the split: ``M`` holds per piece code [rows, W, SX,
-    SY], ``codes`` each row's code (-1 outside the mixed clusters). The first non-empty piece
-    of cluster k keeps id k, the others get K, K+1, ... (the numbering of ``split_mixed``).
-    Returns ``(old_ids, new_ids)``."""
-    K = agg.n_clusters
-    keys = np.flatnonzero(M[:, 0] > 0)  # the pieces present, in the order of np.unique
-    key_cluster = mixed_ids[keys // P]
-    first = np.ones(keys.shape[0], dtype=bool)
-    first[1:] = key_cluster[1:] != key_cluster[:-1]
-    old_ids = key_cluster[first]
-    n_new = int((~first).sum())
-    new_ids = K + np.arange(n_new, dtype=np.int64)
-    key_id = np.full(M.shape[0], -1, dtype=np.int64)
-    key_id[keys[first]] = old_ids
-    key_id[keys[~first]] = new_ids
-    agg.labels = da.map_blocks(_relabel, agg.labels, codes, key_id, dtype=np.int64).persist()
-    ids = key_id[keys]
-    agg.W = np.concatenate([agg.W, np.zeros(n_new)])
-    agg.SX = np.concatenate([agg.SX, np.zeros((n_new, agg.SX.shape[1]))])
-    agg.SY = np.concatenate([agg.SY, np.zeros(n_new)])
-    agg.W[ids], agg.SX[ids], agg.SY[ids] = M[keys, 1], M[keys, 2:-1], M[keys, -1]
-    return old_ids, new_ids
