@@ -218,3 +218,18 @@ def test_pk_on_dask_is_the_in_memory_optimum(quantile):
     assert lab.shape == (int((s > 0).sum()),) and lab.max() + 1 == dsk.extra["n_clusters_final"]
     r = residuals(X[s > 0], y[s > 0], dsk)
     assert_sign_pure(lab, r, 1e-9 * (1 + np.abs(y).max()))
+
+
+def test_a_fresh_process_prints_nothing_on_stdout():
+    """The interior-point path may create no HiGHS model before the result's version query;
+    HiGHS's banner must still stay off stdout (it would corrupt ``optmodels ... --json``)."""
+    import subprocess
+    import sys
+
+    code = ("import numpy as np; from solvers.aid import aid_lad; "
+            "rng = np.random.default_rng(0); X = rng.normal(size=(3000, 3)); "
+            "y = X @ [1.0, 2.0, 3.0] + rng.laplace(size=3000); r = aid_lad(X, y); "
+            "assert r.termination.value == 'certified'")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True)
+    assert out.stdout == ""

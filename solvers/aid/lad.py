@@ -609,8 +609,8 @@ def _result(st, agg, keep, n, fit_intercept, t0, sc, scale) -> SolveResult:
 
 
 def _highs_version() -> str:
-    h = highspy.Highs
+    h = new_highs()  # the quiet constructor: a bare Highs() prints HiGHS's banner on stdout
     try:
-        return f"{h().versionMajor()}.{h().versionMinor()}.{h().versionPatch()}"
+        return f"{h.versionMajor()}.{h.versionMinor()}.{h.versionPatch()}"
     except Exception:  # pragma: no cover - version query is cosmetic
         return ""
