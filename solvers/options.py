@@ -372,12 +372,18 @@ NEWTON_KLR = _newton_table("log(2) sum_i C_i")
 
 # ---------------------------------------------------------------------------- interior point
 IPM_REWEIGHTS = ("active", "resketch", "scalar")
+IPM_LINEAR_SOLVERS = ("auto", "cholesky", "cg")
+IPM_AUTO_CHOLESKY_MAX_P = 1000
 
 IPM_SVM = table(
+    Option("linear_solver", "choice", "auto",
+           "Newton system per step: 'cholesky' (form and factor the (p+1) x (p+1) matrix, "
+           "n p^2 flops), 'cg' (block CG with `preconditioner`), 'auto' (cholesky when p <= "
+           f"{IPM_AUTO_CHOLESKY_MAX_P}, else cg)", choices=IPM_LINEAR_SOLVERS),
     Option("preconditioner", "choice", "rfd",
-           "preconditioner of CG on I + X'DX: none (also None), diag (Jacobi), fd / rfd "
-           "(Sigma (E + B'B) Sigma from a sketch)", choices=NEWTON_PRECONDITIONERS,
-           none_ok=True),
+           "preconditioner of CG on I + X'DX (linear_solver='cg'): none (also None), diag "
+           "(Jacobi), fd / rfd (Sigma (E + B'B) Sigma from a sketch)",
+           choices=NEWTON_PRECONDITIONERS, none_ok=True),
     Option("reweight", "choice", "active",
            "rows sketched per step: 'active' (those holding all but active_tol of the trace of "
            "X'DX; exact when at most m), 'resketch' (all rows), 'scalar' (one sketch of "

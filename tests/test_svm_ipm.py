@@ -51,7 +51,7 @@ def test_certified_and_equal_to_the_full_solve_with_weights(seed):
 def test_ill_conditioned_instances_are_certified(C, preconditioner):
     X, y = _ill_conditioned(600, 16, 4)
     problem = SVM(X, y, C=C, kernel="linear")
-    res = problem.solve("ipm", preconditioner=preconditioner)
+    res = problem.solve("ipm", linear_solver="cg", preconditioner=preconditioner)
     _check_against_full(problem, res)
 
 
@@ -67,8 +67,8 @@ def test_sketch_cuts_cg_iterations_against_none():
     """Per IPM step, rfd needs a fraction of the unpreconditioned CG iterations (measured here:
     6.1 vs 27.4 per step, 12 vs 40 IPM steps)."""
     X, y = _ill_conditioned(600, 16, 4)
-    plain = ipm_svm(X, y, 1.0, preconditioner="none")
-    rfd = ipm_svm(X, y, 1.0, preconditioner="rfd")
+    plain = ipm_svm(X, y, 1.0, linear_solver="cg", preconditioner="none")
+    rfd = ipm_svm(X, y, 1.0, linear_solver="cg", preconditioner="rfd")
     assert rfd.is_optimal
     per_step = [r.extra["total_cg"] / r.iterations for r in (plain, rfd)]
     assert per_step[1] * 3 <= per_step[0], per_step
@@ -79,7 +79,8 @@ def test_sketch_cuts_cg_iterations_against_none():
 def test_other_reweightings_on_a_well_conditioned_instance(reweight):
     X, y = _classification(400, 12, 5)
     problem = SVM(X, y, C=1.0, kernel="linear")
-    _check_against_full(problem, problem.solve("ipm", reweight=reweight, preconditioner="fd"))
+    _check_against_full(problem, problem.solve("ipm", linear_solver="cg", reweight=reweight,
+                                               preconditioner="fd"))
 
 
 def test_iteration_limit_is_not_optimal():
@@ -98,7 +99,8 @@ def test_cg_starved_run_is_not_a_false_optimal():
     ends with a limit or numerical status and its reported gap is a real (large) one."""
     X, y = _ill_conditioned(600, 16, 4)
     problem = SVM(X, y, C=1e4, kernel="linear")
-    res = problem.solve("ipm", preconditioner="none", cg_max_iter=1, max_iter=30)
+    res = problem.solve("ipm", linear_solver="cg", preconditioner="none", cg_max_iter=1,
+                        max_iter=30)
     assert not res.is_optimal
     assert res.termination in (TerminationCondition.ITERATION_LIMIT,
                                TerminationCondition.NUMERICAL_ERROR)
@@ -127,3 +129,83 @@ def test_refusals_name_the_strategies_that_handle_the_problem():
         ipm_svm(X, y, 1.0, reweight="sometimes")
     with pytest.raises(DataError, match="'m'"):
         ipm_svm(X, y, 1.0, m=4)
+
+
+# ---------------------------------------------------------------------------- linear_solver
+@pytest.mark.parametrize("case", ["weighted", "ill C=1", "ill C=1e4"])
+def test_cholesky_cg_and_full_agree(case):
+    """The factored Newton system and sketch-preconditioned CG reach the same certified optimum
+    as the monolithic QP solve."""
+    if case == "weighted":
+        X, y = _classification(400, 10, 4)
+        rng = np.random.default_rng(7)
+        problem = SVM(X, y, C=3.0, kernel="linear", sample_weight=rng.uniform(0.0, 2.0, y.size),
+                      class_weight={-1: 0.5})
+    else:
+        X, y = _ill_conditioned(600, 16, 4, seed=5)
+        problem = SVM(X, y, C=1.0 if case == "ill C=1" else 1e4, kernel="linear")
+    chol = problem.solve("ipm", linear_solver="cholesky")
+    cg = problem.solve("ipm", linear_solver="cg")
+    assert chol.extra["linear_solver"] == "cholesky" and chol.extra["total_cg"] == 0
+    assert cg.extra["linear_solver"] == "cg" and cg.extra["total_cg"] > 0
+    _check_against_full(problem, chol)
+    _check_against_full(problem, cg)
+    assert abs(chol.objective - cg.objective) / problem.natural_scale() <= MATCH
+
+
+def test_default_certifies_an_ill_conditioned_instance_where_jacobi_cg_stalls():
+    """Column scales 1e-3..1e3 and duplicated columns (1000 x 44): the default (cholesky at
+    this p) certifies in few steps; Jacobi-preconditioned CG hits its iteration cap late in
+    the run, leaves its residual in r_w and ends without a certificate (measured: the gap
+    stalls at 3e-2 after 16 steps)."""
+    X, y = _ill_conditioned(1000, 40, 4)
+    problem = SVM(X, y, C=1.0, kernel="linear")
+    res = problem.solve("ipm")
+    assert res.extra["linear_solver"] == "cholesky" and res.iterations <= 20
+    _check_against_full(problem, res)
+    jacobi = problem.solve("ipm", linear_solver="cg", preconditioner="diag")
+    assert jacobi.termination is TerminationCondition.NUMERICAL_ERROR
+    assert jacobi.gap > 1e-6 and "CG's residual" in jacobi.raw_status
+
+
+@pytest.mark.parametrize("factor, C", [(1e-6, 1.0), (1e-6, 1e4), (1e6, 1.0), (1e6, 1e4)])
+def test_scaled_features_certify_or_report_a_true_gap(factor, C):
+    """Feature scales 1e-9..1e-3 or 1e3..1e9 (the ill instance times 1e-6 / 1e6): either
+    certified at the full solve's objective, or not optimal with a gap that is a true one."""
+    X, y = _ill_conditioned(600, 30, 7)
+    problem = SVM(X * factor, y, C=C, kernel="linear")
+    res = problem.solve("ipm")
+    ref = problem.solve()  # Clarabel may itself end with numerical_error here: a primal value
+    scale = problem.natural_scale()
+    assert res.bound <= ref.objective + 1e-9 * scale
+    if res.is_optimal:
+        assert res.certified and res.gap <= 1e-6
+        assert res.objective <= ref.objective + 1e-8 * scale
+    else:
+        assert res.termination is TerminationCondition.NUMERICAL_ERROR
+        assert res.gap > 1e-6 and "stalled" in res.raw_status
+
+
+def test_auto_picks_cholesky_for_small_p_and_cg_above_the_threshold(monkeypatch):
+    from solvers import options
+    from solvers.sketch import ipm_svm as module
+
+    assert options.IPM_LINEAR_SOLVERS == tuple(module.LINEAR_SOLVERS)
+    assert options.IPM_AUTO_CHOLESKY_MAX_P == module.AUTO_CHOLESKY_MAX_P
+    X, y = _classification(300, 12, 3)
+    small = ipm_svm(X, y, 1.0)
+    assert small.extra["linear_solver"] == "cholesky" and small.strategy == "ipm-cholesky"
+    monkeypatch.setattr(module, "AUTO_CHOLESKY_MAX_P", 11)
+    large = ipm_svm(X, y, 1.0)
+    assert large.extra["linear_solver"] == "cg" and large.strategy == "ipm-rfd"
+    assert large.extra["total_cg"] > 0 and large.is_optimal
+    assert abs(large.objective - small.objective) <= MATCH * y.size
+
+
+@pytest.mark.parametrize("bad", ["lu", "Cholesky ", 3, None])
+def test_bad_linear_solver_is_refused_with_the_accepted_values(bad):
+    X, y = _classification(60, 3, 0)
+    with pytest.raises(DataError, match="linear_solver.*'auto'.*'cholesky'.*'cg'"):
+        SVM(X, y, kernel="linear").solve("ipm", linear_solver=bad)
+    with pytest.raises(DataError, match="linear_solver.*'auto'.*'cholesky'.*'cg'"):
+        ipm_svm(X, y, 1.0, linear_solver=bad)
