@@ -89,6 +89,7 @@ class LAD(Problem):
                                    accept_sparse=True, keep_sparse=True)
             self.y = check_target(y, self.n)
             self.sample_weight = check_sample_weight(sample_weight, self.n)
+            self._natural = None
         self.feature_names = feature_names
 
     def _set_dask_data(self, X: Any, y: Any, sample_weight: Any) -> None:
@@ -132,13 +133,20 @@ class LAD(Problem):
         of y (with an intercept), or E(0) = sum_i s_i rho(y_i) (without); 1 when that is 0 (y
         fitted exactly by a constant, where every gap is measured in absolute terms). On Dask
         data: the same number by chunk-wise passes (an exact selection of m), computed once."""
-        if self.lazy:
-            if self._natural is None:
-                self._natural = self._rows.natural_scale(self.fit_intercept, self.quantile)
-            scale = self._natural
-            return scale if scale > 0 else 1.0
-        scale = lad_natural_scale(self.y, self.sample_weight, self.fit_intercept, self.quantile)
+        scale = self.best_constant_loss()
         return scale if scale > 0 else 1.0
+
+    def best_constant_loss(self) -> float:
+        """E of the best constant fit (0 when a constant fits y exactly), computed once: the
+        parameters and data are fixed at construction. AID takes it from here rather than
+        computing it again (a selection and a pass over y: 0.2-0.3 s at n = 10^7)."""
+        if self._natural is None:
+            if self.lazy:
+                self._natural = self._rows.natural_scale(self.fit_intercept, self.quantile)
+            else:
+                self._natural = lad_natural_scale(self.y, self.sample_weight,
+                                                  self.fit_intercept, self.quantile)
+        return self._natural
 
     def _costs(self) -> tuple[np.ndarray, np.ndarray]:
         """(2 tau s, 2 (1 - tau) s): the costs of e+ and e-, the dual's upper and -lower bound

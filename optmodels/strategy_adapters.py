@@ -76,7 +76,7 @@ def dense_X(problem: Any, strategy: str) -> Any:
 
 
 # ---- LAD ----------------------------------------------------------------------------------------
-_LAD_FIXED = {"X", "y", "sample_weight", "fit_intercept", "quantile"}
+_LAD_FIXED = {"X", "y", "sample_weight", "fit_intercept", "quantile", "natural_scale"}
 
 
 @adapter("lad", "aid", aid_lad, _LAD_FIXED, opt.AID_LAD)
@@ -87,10 +87,11 @@ def _lad_aid(problem: Any, **options: Any) -> SolveResult:
         sample_weight=problem.sample_weight,
         fit_intercept=problem.fit_intercept,
         quantile=problem.quantile,
+        natural_scale=problem.best_constant_loss(),
         **options,
     )
-    if res.x is not None:
-        res.objective = problem.objective(res.x, res.extra.get("intercept", 0.0))
+    # res.objective is AID's E_best, the objective of the returned beta evaluated on every row
+    # (on power-of-two rescaled data, undone exactly); verify="independent" recomputes it
     return res
 
 

@@ -233,3 +233,44 @@ def test_a_fresh_process_prints_nothing_on_stdout():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True)
     assert out.stdout == ""
+
+
+@pytest.mark.parametrize("shape", [(10_007, 3), (5, 4), (4097, 1), (3000, 700)])
+def test_column_magnitudes_equal_the_plain_reduction(shape):
+    from solvers.aid.scaling import column_magnitudes
+
+    X = np.random.default_rng(0).standard_normal(shape) * np.logspace(-5, 5, shape[1])
+    X[-1, 0] = -1e9  # the largest entry in the tail rows, negative
+    want = np.abs(X).max(axis=0)
+    assert np.array_equal(column_magnitudes(X), want)
+    assert np.array_equal(column_magnitudes(np.asfortranarray(X)), want)
+    assert np.array_equal(column_magnitudes(X[::2]), np.abs(X[::2]).max(axis=0))
+
+
+def test_max_steps_equal_the_masked_ratio_test():
+    from solvers.aid.fn_lp import _max_steps
+
+    rng = np.random.default_rng(1)
+    for _ in range(20):
+        x, z, w = rng.random(50) + 1e-3, rng.random(50), rng.random(50)
+        s = 1.0 - x + 1e-3
+        dx, dz, dw = rng.standard_normal((3, 50)) * (rng.random((3, 50)) < 0.7)
+        neg, pos = dx < 0, dx > 0
+        ap = min(np.min(-x[neg] / dx[neg], initial=np.inf), np.min(s[pos] / dx[pos],
+                                                                    initial=np.inf))
+        ad = min(np.min(-z[dz < 0] / dz[dz < 0], initial=np.inf),
+                 np.min(-w[dw < 0] / dw[dw < 0], initial=np.inf))
+        got = _max_steps(x, s, z, w, dx, dz, dw)
+        np.testing.assert_allclose(got, (ap, ad), rtol=1e-14)
+    zero = np.zeros(50)
+    assert _max_steps(x, s, z, w, zero, zero, zero) == (np.inf, np.inf)
+
+
+def test_lad_residual_is_the_plain_expression_bit_for_bit():
+    from solvers.rows import lad_residual
+
+    X, y, _ = make_lad(3, n=2000, p=5, kind="plain")
+    beta = np.random.default_rng(3).standard_normal(5)
+    assert np.array_equal(lad_residual(X, y, beta, 0.75), y - X @ beta - 0.75)
+    assert np.array_equal(lad_residual(X, y, beta, 0.0), y - X @ beta)
+    assert np.array_equal(lad_residual(X[:, :0], y, beta[:0], 2.0), y - 2.0)

@@ -44,6 +44,7 @@ import numpy as np
 from solvers.aid.aggregation import compact_labels
 from solvers.aid.lad_lp import AggregatedLadLP, quantile_box
 from solvers.result import TerminationCondition
+from solvers.rows import lad_residual
 
 LAD_METHODS = ("pk", "band", "quantile", "kmeans")
 PK_BAND = 0.8
@@ -270,14 +271,20 @@ def pk_start(X: np.ndarray, y: np.ndarray, s: np.ndarray, fit_intercept: bool, q
     fit = pk_fit(X[idx], y[idx], s[idx], fit_intercept, quantile)
     if fit is None:  # pragma: no cover - a small, well-posed LP
         return score_bins(y, s, 2, method="quantile", rng=rng)
-    r = y - X @ fit[0] - fit[1]
+    r = lad_residual(X, y, fit[0], fit[1])
     lo_k = int(min(max(quantile * n - M / 2, 0), n - 1))
     hi_k = int(min(lo_k + M, n - 1))
     lo, hi = np.partition(r, (lo_k, hi_k))[[lo_k, hi_k]]
-    near = (r >= lo) & (r <= hi)
-    labels = np.where(r < lo, 0, 1).astype(np.int64)
-    labels[near] = 2 + np.arange(int(near.sum()))
-    return compact_labels(labels)
+    above = r > hi
+    near = r >= lo
+    near &= ~above
+    labels = above.astype(np.int64)  # 0 below the band, 1 above, 2, 3, ... the band's rows
+    n_near = int(np.count_nonzero(near))
+    labels[near] = np.arange(2, 2 + n_near)
+    n_above = int(np.count_nonzero(above))
+    if n_above == 0 or n_above + n_near == n:  # a glob is empty: renumber 0..K-1
+        labels = compact_labels(labels)
+    return labels
 
 
 def pk_sizes(n: int, q: int, band: float = PK_BAND) -> tuple[int, int]:

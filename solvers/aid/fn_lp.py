@@ -34,6 +34,7 @@ from __future__ import annotations
 import contextlib
 
 import numpy as np
+import scipy.linalg
 
 from solvers.aid.lad_lp import LpOutcome, lad_dual_lp, new_highs, read_outcome
 from solvers.result import TerminationCondition
@@ -47,7 +48,6 @@ THREADS_FROM = 2e7
 ACCEPT = 1e-8
 """The best iterate is still returned as converged at this merit when round-off stops the
 iteration before :data:`TOL` (the certificate of AID does not rest on it)."""
-"""Fraction of the distance to the boundary taken by each step (Koenker and d'Orey's value)."""
 
 
 def frisch_newton(A: np.ndarray, c: np.ndarray, b: np.ndarray, x0: float,
@@ -56,12 +56,17 @@ def frisch_newton(A: np.ndarray, c: np.ndarray, b: np.ndarray, x0: float,
     """Solve (P) from the interior point x = ``x0`` (in (0, 1)); returns ``(x, y, iterations,
     converged)``: the best iterate by the merit max(relative duality gap, relative primal and
     dual residuals), converged when that merit is <= ``tol`` (or <= :data:`ACCEPT` when
-    round-off ends the iteration first)."""
+    round-off ends the iteration first).
+
+    The loop works on ``At = A'`` (q x K, contiguous): its products A'Theta A (a rank-K
+    syrk of ``At sqrt(theta)``) and A v, A'u run about 1.5-2x faster than on the K x q layout
+    at K = 3*10^4, q = 11 (measured, one BLAS thread)."""
     K, q = A.shape
+    At = np.ascontiguousarray(A.T)
     x = np.full(K, x0)
     s = 1.0 - x
     y = _least_squares(A, c)
-    r = c - A @ y
+    r = c - At.T @ y
     scale = 1.0 + np.abs(c).max(initial=0.0)
     floor = 1e-3 * scale
     z = np.maximum(r, 0.0) + floor  # A y + z - w = c holds exactly
@@ -69,8 +74,8 @@ def frisch_newton(A: np.ndarray, c: np.ndarray, b: np.ndarray, x0: float,
     bnorm = 1.0 + np.abs(b).max(initial=0.0)
     best = (np.inf, x, y)
     for it in range(1, max_iter + 1):
-        rp = b - A.T @ x
-        rd = c - A @ y - z + w
+        rp = b - At @ x
+        rd = c - At.T @ y - z + w
         primal, dual = c @ x, b @ y - w.sum()
         merit = max(abs(primal - dual) / (1.0 + abs(primal)), np.abs(rp).max(initial=0.0) / bnorm,
                     np.abs(rd).max(initial=0.0) / scale)
@@ -81,9 +86,9 @@ def frisch_newton(A: np.ndarray, c: np.ndarray, b: np.ndarray, x0: float,
         if merit > 1e6 * best[0]:  # round-off has taken over (the gap stalls near 1e-12)
             break
         theta = 1.0 / (z / x + w / s)
-        L = _factor(A, theta)
+        L = _factor(At, theta)
         # predictor (affine scaling): sigma = 0
-        dx, dy, dz, dw = _direction(A, theta, L, rp, rd, x, s, z, w, -x * z, -s * w, False)
+        dx, dy, dz, dw = _direction(At, theta, L, rp, rd, x, s, z, w, -x * z, -s * w, False)
         ap, ad = _steps(x, s, z, w, dx, dz, dw)
         mu = (x @ z + s @ w) / (2 * K)
         mu_aff = ((x + ap * dx) @ (z + ad * dz) + (s - ap * dx) @ (w + ad * dw)) / (2 * K)
@@ -91,7 +96,7 @@ def frisch_newton(A: np.ndarray, c: np.ndarray, b: np.ndarray, x0: float,
         # corrector: centring sigma mu and the second-order terms of the predictor
         rxz = sigma * mu - x * z - dx * dz
         rsw = sigma * mu - s * w + dx * dw
-        dx, dy, dz, dw = _direction(A, theta, L, rp, rd, x, s, z, w, rxz, rsw, True)
+        dx, dy, dz, dw = _direction(At, theta, L, rp, rd, x, s, z, w, rxz, rsw, True)
         ap, ad = _steps(x, s, z, w, dx, dz, dw)
         x = x + ap * dx
         s = s - ap * dx  # kept apart from 1 - x, which cancels near the upper bound
@@ -105,9 +110,11 @@ def _least_squares(A: np.ndarray, c: np.ndarray) -> np.ndarray:
     return np.linalg.lstsq(A, c, rcond=None)[0] if A.shape[1] else np.zeros(0)
 
 
-def _factor(A: np.ndarray, theta: np.ndarray) -> np.ndarray | None:
-    """Cholesky factor of A' Theta A (None when it is not positive definite)."""
-    M = A.T @ (A * theta[:, None])
+def _factor(At: np.ndarray, theta: np.ndarray) -> np.ndarray | None:
+    """Cholesky factor of A' Theta A = B B' with B = At sqrt(theta) (None when it is not
+    positive definite)."""
+    B = At * np.sqrt(theta)
+    M = B @ B.T
     M[np.diag_indices_from(M)] += 1e-14 * (np.trace(M) / max(M.shape[0], 1) + 1e-300)
     try:
         return np.linalg.cholesky(M)
@@ -115,26 +122,26 @@ def _factor(A: np.ndarray, theta: np.ndarray) -> np.ndarray | None:
         return None
 
 
-def _solve(L: np.ndarray | None, A: np.ndarray, theta: np.ndarray, rhs: np.ndarray
+def _solve(L: np.ndarray | None, At: np.ndarray, theta: np.ndarray, rhs: np.ndarray
            ) -> np.ndarray:
     if L is None:
-        return np.linalg.lstsq(A.T @ (A * theta[:, None]), rhs, rcond=None)[0]
-    return np.linalg.solve(L.T, np.linalg.solve(L, rhs))
+        return np.linalg.lstsq((At * theta) @ At.T, rhs, rcond=None)[0]
+    return scipy.linalg.cho_solve((L, True), rhs, check_finite=False)
 
 
-def _direction(A, theta, L, rp, rd, x, s, z, w, rxz, rsw, refine):
+def _direction(At, theta, L, rp, rd, x, s, z, w, rxz, rsw, refine):
     """The Newton direction for  A'dx = rp,  A dy + dz - dw = rd,  z dx + x dz = rxz,
     -w dx + s dw = rsw  (ds = -dx), eliminated to (A' Theta A) dy = rp + A' Theta t.
     ``refine``: one step of iterative refinement (for the step taken, not the predictor):
     A' Theta A is ill-conditioned near the end, and A'dx = rp must hold or the primal
     residual drifts."""
     t = rd - rxz / x + rsw / s
-    dy = _solve(L, A, theta, rp + A.T @ (theta * t))
-    dx = theta * (A @ dy - t)
+    dy = _solve(L, At, theta, rp + At @ (theta * t))
+    dx = theta * (At.T @ dy - t)
     if refine:
-        ddy = _solve(L, A, theta, rp - A.T @ dx)
+        ddy = _solve(L, At, theta, rp - At @ dx)
         dy += ddy
-        dx += theta * (A @ ddy)
+        dx += theta * (At.T @ ddy)
     dz = (rxz - z * dx) / x
     dw = (rsw + w * dx) / s
     return dx, dy, dz, dw
@@ -147,13 +154,14 @@ def _steps(x, s, z, w, dx, dz, dw) -> tuple[float, float]:
 
 
 def _max_steps(x, s, z, w, dx, dz, dw) -> tuple[float, float]:
-    """The largest steps keeping x, s, z, w >= 0 (numpy; a numba version was 4x faster per
-    call but importing numba added 0.4-0.6 s to the first LAD solve of a process)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        ap = np.min(np.where(dx < 0, -x / dx, np.where(dx > 0, s / dx, np.inf)), initial=np.inf)
-        ad = min(np.min(np.where(dz < 0, -z / dz, np.inf), initial=np.inf),
-                 np.min(np.where(dw < 0, -w / dw, np.inf), initial=np.inf))
-    return float(ap), float(ad)
+    """The largest steps keeping x, s, z, w >= 0: x + a dx >= 0 and s - a dx >= 0 for all
+    a <= 1 / max(-dx / x, dx / s) (inf when no component decreases), likewise for z, w.
+    (Computed from the ratios dx / x, with no masks, 3x faster than a masked min of -x / dx;
+    a numba version was faster still per call but importing numba added 0.4-0.6 s to the
+    first LAD solve of a process.)"""
+    rate_p = max(-np.min(dx / x, initial=0.0), np.max(dx / s, initial=0.0))
+    rate_d = max(-np.min(dz / z, initial=0.0), -np.min(dw / w, initial=0.0))
+    return (1.0 / rate_p if rate_p > 0 else np.inf), (1.0 / rate_d if rate_d > 0 else np.inf)
 
 
 class IpmLadLP:

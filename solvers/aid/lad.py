@@ -120,6 +120,7 @@ def aid_lad(
     callback: Callable[[int, highspy.Highs, np.ndarray], None] | None = None,
     verbose: bool = False,
     seed: int = 0,
+    natural_scale: float | None = None,
 ) -> SolveResult:
     """Solve weighted LAD (``quantile=0.5``) or quantile regression exactly by AID.
 
@@ -186,6 +187,10 @@ def aid_lad(
         Print iteration, clusters, F, E, gap.
     seed : int
         Seed of the subsample used by the initial clustering.
+    natural_scale : float, optional
+        :func:`lad_natural_scale` of these data when the caller has it (the LAD problem
+        passes its own); computed here otherwise. In memory only (on Dask the checked rows
+        keep it).
 
     Returns
     -------
@@ -238,8 +243,10 @@ def aid_lad(
         keep = None
         data, agg, natural, sc = data.prepare(K0, init, fit_intercept, seed, quantile)
     else:
+        if natural_scale is not None:
+            natural_scale = check_nonnegative(natural_scale, "natural_scale", f)
         data, agg, keep, natural, sc = _prepare(X, y, s, K0, init, fit_intercept, seed,
-                                                quantile)
+                                                quantile, natural_scale)
     tol = zero_tol * (1.0 + data.max_abs_y)
     scale = natural if natural > 0 else 1.0
     state = _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, tol,
@@ -260,14 +267,15 @@ def _resolve_auto(init: Any, lp: str, split: str) -> tuple[Any, str, str]:
     return init, lp, split
 
 
-def _prepare(X, y, s, K0, init, fit_intercept, seed, quantile):
+def _prepare(X, y, s, K0, init, fit_intercept, seed, quantile, natural=None):
     """In memory: drop weight-0 rows, equilibrate, cluster, aggregate; returns
     ``(LadRows, Aggregate, kept rows or None, natural scale, LadScaling)``."""
     keep = None
     if np.any(s == 0):
         keep = np.flatnonzero(s > 0)
         X, y, s = X[keep], y[keep], s[keep]
-    natural = lad_natural_scale(y, s, fit_intercept, quantile)
+    if natural is None:
+        natural = lad_natural_scale(y, s, fit_intercept, quantile)
     sc = LadScaling.of(X, y, s, natural)
     X, y, s = sc.apply(X, y, s)
     if isinstance(init, str):
