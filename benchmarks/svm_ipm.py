@@ -1,14 +1,15 @@
-"""Linear hinge SVM by the interior point with sketch-preconditioned CG (strategy 'ipm') against
-LinearSVC, ReHLine, AID and the full QP, in one run.
+"""Linear hinge SVM by the interior point (strategy 'ipm': factored Newton systems, or CG
+preconditioned by a sketch) against LinearSVC, ReHLine, AID and the full QP, in one run.
 
 Problem: min_{w,b} 1/2 ||w||^2 + C sum_i max(0, 1 - y_i (x_i'w + b)), b unpenalized, C = 1.
-Ours (whole calls ``SVM(X, y, C=1, kernel="linear").solve(...)``, certified): ``ipm`` with
-preconditioner rfd (reweight='active', the default), diag (Jacobi) and none, ``aid`` and the
-full Clarabel QP. Peers: scikit-learn's LinearSVC at its default tol (1e-4) with the hinge loss
+Ours (whole calls ``SVM(X, y, C=1, kernel="linear").solve(...)``, certified): ``ipm`` at its
+defaults (linear_solver='auto': cholesky for p <= 1000), ``ipm`` with linear_solver='cg' and
+preconditioner rfd (reweight='active'), diag (Jacobi) and none, ``aid`` and the full Clarabel
+QP. Peers: scikit-learn's LinearSVC at its default tol (1e-4) with the hinge loss
 (dual=True) and with dual=False (which LIBLINEAR only offers for the *squared* hinge: another
 problem, time only), and ReHLine (``plq_Ridge_Classifier``, tol 1e-4). The peers penalize the
 intercept (a constant column): their objective is ours at their (w, b). The note of an ipm row
-gives its IPM steps and CG iterations per step.
+gives its IPM steps and linear solver (CG iterations per step).
 Instances (seeded Gaussian, labels from a noisy linear rule): "dense" (n x p standard normal)
 and "ill" (the same with column scales log-spaced over 1e-3..1e3, shuffled, and p/10 columns
 duplicated).
@@ -38,7 +39,8 @@ def ours(X: np.ndarray, y: np.ndarray, strategy: str, **options):
     note = ""
     if strategy == "ipm":
         cg = r.extra["total_cg"]
-        note = f"{r.iterations} steps, {cg / max(r.iterations, 1):.1f} CG / step"
+        note = (f"{r.iterations} steps, cholesky" if r.extra["linear_solver"] == "cholesky"
+                else f"{r.iterations} steps, {cg / max(r.iterations, 1):.1f} CG / step")
     b = r.extra.get("b", r.extra.get("intercept"))
     return np.asarray(r.x, float), float(b), t, status, note
 
@@ -63,10 +65,12 @@ def _peer(fit):
 
 
 METHODS = [  # (label, cap key, peer, runner, solves our problem)
-    ("ipm rfd (solve('ipm'))", "ipm", False, lambda X, y: ours(X, y, "ipm"), True),
-    ("ipm diag", "ipm", False, lambda X, y: ours(X, y, "ipm", preconditioner="diag"), True),
-    ("ipm none", "ipm-none", False,
-     lambda X, y: ours(X, y, "ipm", preconditioner="none"), True),
+    ("ipm auto (solve('ipm'))", "ipm", False, lambda X, y: ours(X, y, "ipm"), True),
+    ("ipm cg rfd", "ipm", False, lambda X, y: ours(X, y, "ipm", linear_solver="cg"), True),
+    ("ipm cg diag", "ipm", False,
+     lambda X, y: ours(X, y, "ipm", linear_solver="cg", preconditioner="diag"), True),
+    ("ipm cg none", "ipm-none", False,
+     lambda X, y: ours(X, y, "ipm", linear_solver="cg", preconditioner="none"), True),
     ("AID (solve('aid'))", "aid", False, lambda X, y: ours(X, y, "aid"), True),
     ("full QP (solve())", "full", False, lambda X, y: ours(X, y, "full"), True),
     ("ReHLine tol 1e-4", "rehline", True, _peer(lambda X, y: rehline_fit(X, y, 1e-4)), True),

@@ -209,3 +209,33 @@ def test_bad_linear_solver_is_refused_with_the_accepted_values(bad):
         SVM(X, y, kernel="linear").solve("ipm", linear_solver=bad)
     with pytest.raises(DataError, match="linear_solver.*'auto'.*'cholesky'.*'cg'"):
         ipm_svm(X, y, 1.0, linear_solver=bad)
+
+
+@pytest.mark.parametrize("fallback", [False, True])
+def test_factored_newton_system_equals_the_dense_solve(fallback, monkeypatch):
+    """K = [X 1]'D[X 1] + diag(1, .., 1, 0) with D over 1e-10..1e10 and column scales 1e-3..1e3,
+    formed over several row blocks; solved by Cholesky or (when Cholesky is made to fail) by
+    the eigendecomposition, against numpy's dense solve of the same K (cond 6e13; 7e2 once
+    equilibrated)."""
+    import scipy.linalg
+
+    from solvers.sketch.ipm_svm import CholeskySystem
+
+    rng = np.random.default_rng(2)
+    n, p = 50, 6
+    X = rng.standard_normal((n, p)) * np.logspace(-3, 3, p)
+    D = 10.0 ** rng.uniform(-10, 10, n)
+    A = np.column_stack([X, np.ones(n)])
+    K = A.T @ (D[:, None] * A) + np.diag(np.append(np.ones(p), 0.0))
+    if fallback:
+        def refuse(*args, **kwargs):
+            raise np.linalg.LinAlgError("not positive definite")
+        monkeypatch.setattr(scipy.linalg, "cho_factor", refuse)
+    system = CholeskySystem(X, D, X.T @ D, block_size=16)
+    assert (system.chol is None) == fallback
+    np.testing.assert_allclose(system.K, K, rtol=1e-13, atol=0)
+    rhs = rng.standard_normal(p + 1)
+    dw, db, Xdw = system.solve(rhs[:p], rhs[p])
+    want = np.linalg.solve(K, rhs)
+    np.testing.assert_allclose(np.append(dw, db), want, rtol=1e-10)  # measured: 1e-14
+    np.testing.assert_allclose(Xdw, X @ dw, rtol=1e-12)
