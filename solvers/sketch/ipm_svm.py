@@ -612,8 +612,9 @@ class _IPM:
         cause = ("CG's residual left in w - Z'alpha: raise cg_max_iter, use a stronger "
                  "preconditioner or linear_solver='cholesky'" if self.opts.linear_solver == "cg"
                  else "round-off in w - Z'alpha: rescale the features")
+        rest = best.raw_status.removeprefix("tol met")  # keeps what certify added
         best.raw_status = (f"the duality gap stalled at {best.gap:.1e} above tol="
-                           f"{self.opts.tol:.0e} ({cause}) - {best.raw_status}")
+                           f"{self.opts.tol:.0e} ({cause}){rest}")
         return best
 
     def label(self) -> str:
