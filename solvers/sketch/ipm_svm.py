@@ -33,8 +33,9 @@ eliminating ds, dxi, dnu and dalpha (all diagonal)::
 - ``"auto"`` (default): cholesky when ``p <= AUTO_CHOLESKY_MAX_P`` (1000), else cg. Forming
   X'DX costs about 7 two-column CG passes over X at p = 100..300 and 15 at p = 1000 (n = 10^4,
   one thread), while CG takes 20 to several hundred passes per step, more on ill-conditioned
-  data, so the factorization is the cheaper and the more accurate up to p ~ 1000; beyond, its
-  p^2 memory and n p^2 time make the sketched CG the choice.
+  data, so the factorization is the cheaper and the more accurate up to p = 1000 at least;
+  its n p^2 + p^3 / 3 per step grows faster in p than CG's passes (the threshold is not
+  measured beyond p = 1000).
 
 CG path. The intercept is a Schur complement:
 with ``H = I + X'DX`` and ``u = X'D 1``, CG solves ``H v1 = rhs_w`` and ``H v2 = u`` (both in
@@ -78,7 +79,13 @@ at the better of (w, b) and (Z'alpha, b). Gaps are relative to the natural scale
 go through :func:`solvers.result.certify`. OPTIMAL once ``(P - D) / sum C_i <= tol`` (checked
 when the complementarity ``(s'alpha + xi'nu) / sum C_i`` is below tol); ITERATION_LIMIT after
 ``max_iter`` steps and NUMERICAL_ERROR on a non-finite value or a step length below 1e-10 (both
-with solution status FEASIBLE and the certified gap they reached).
+with solution status FEASIBLE and the certified gap they reached). Once the complementarity is
+below tol, a gap that does not halve in ``STALL_STEPS`` steps ends the run at the best iterate
+seen: the dual's accuracy is then bounded by what is left in ``r_w`` (CG's residual once CG
+hits ``cg_max_iter``, or the round-off ``eps sum_i C_i |x_ij|`` of Z'alpha on badly scaled
+features), and further steps only drive mu towards 0 until the step lengths collapse (what
+happened before this rule). That result is OPTIMAL if its gap passes the certificate
+tolerance, else NUMERICAL_ERROR; the message names the cause.
 """
 
 from __future__ import annotations
@@ -148,7 +155,9 @@ def ipm_svm(
     """Solve the weighted linear hinge-loss SVM QP by a Mehrotra interior point with
     sketch-preconditioned CG inner solves (see the module docstring for the formulas).
 
-    ``m`` is the sketch size (default ``min(p, 64)``); ``tol`` the relative duality gap
+    ``linear_solver`` is "cholesky" (factor the Newton matrix), "cg" (sketch-preconditioned
+    block CG) or "auto" (cholesky for p <= AUTO_CHOLESKY_MAX_P); ``m`` is the sketch size
+    (default ``min(p, 64)``); ``tol`` the relative duality gap
     ``(P - D) / sum_i C_i`` at which the run is OPTIMAL; ``cg_max_iter`` caps CG per system
     (default ``max(100, 2 p)``). Returns a :class:`SolveResult` with ``x = w``,
     ``extra["b"]``, ``extra["alpha"]`` (feasible, one per row) and the CG counts per step.
