@@ -917,7 +917,8 @@ class DaskLadRows:
         offsets = int(present.sum()) + np.concatenate([[0], np.cumsum(counts)[:-1]])
         codes = da.map_blocks(_pk_globalise, code, ids, offsets, dtype=np.int64)
         M = np.vstack([globs[present], band])
-        return Aggregate(labels=codes, W=M[:, 1], SX=M[:, 2:-1], SY=M[:, -1])
+        return Aggregate(labels=codes, W=M[:, 1], SX=M[:, 2:-1], SY=M[:, -1],
+                         start=np.append(beta, b) if fit_intercept else beta)
 
     def _pk_bounds(self, r_held: np.ndarray, beta: np.ndarray, b: float, quantile: float,
                    band: int, bins: int = 8192) -> tuple[float, float]:

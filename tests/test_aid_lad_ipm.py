@@ -144,7 +144,7 @@ def test_split_near_falls_back_to_the_four_way_split():
 def test_pk_start_has_a_band_of_singletons_and_two_globs(quantile):
     X, y, s = make_lad(2, n=20000, p=3)
     s = np.ones(len(y))
-    lab = pk_start(X, y, s, True, quantile, np.random.default_rng(0))
+    lab = pk_start(X, y, s, True, quantile, np.random.default_rng(0))[0]
     sizes = np.bincount(lab)
     m = int(np.sqrt(4) * 20000 ** (2 / 3))
     assert (sizes > 1).sum() == 2 and sizes.max() < 20000 - 0.5 * m
@@ -274,3 +274,41 @@ def test_lad_residual_is_the_plain_expression_bit_for_bit():
     assert np.array_equal(lad_residual(X, y, beta, 0.75), y - X @ beta - 0.75)
     assert np.array_equal(lad_residual(X, y, beta, 0.0), y - X @ beta)
     assert np.array_equal(lad_residual(X[:, :0], y, beta[:0], 2.0), y - 2.0)
+
+
+
+def glob_aggregate(seed, n=20_000, p=4, band=1500):
+    """The pk shape: the ``band`` rows nearest an exact subsample fit as singletons, the rest
+    in two globs by the sign of their residual; returns (SXa, SY, W, the fit)."""
+    X, y, _ = make_lad(seed, n=n, p=p, kind="outliers")
+    A = np.column_stack([X, np.ones(n)])
+    idx = np.random.default_rng(seed).choice(n, 3000, replace=False)
+    coef = IpmLadLP(A[idx], y[idx]).solve().coef
+    r = y - A @ coef
+    labels = np.where(r < 0, 0, 1)
+    labels[np.argsort(np.abs(r))[:band]] = 2 + np.arange(band)
+    agg = aggregate(X, y, np.ones(n), labels)
+    return np.column_stack([agg.SX, agg.W]), agg.SY, agg.W, coef
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("wrong_start", [False, True])
+def test_heavy_columns_fixed_first_still_give_the_optimum(seed, wrong_start):
+    """The globs start fixed at the bound of their reduced cost at ``start``; from a start that
+    puts them on the wrong side, sifting frees them: the optimum is HiGHS's either way."""
+    SXa, SY, W, coef = glob_aggregate(seed)
+    start = coef.copy()
+    if wrong_start:  # an intercept far below every row: both globs start at the upper bound
+        start[-1] -= 1e6
+    lp = IpmLadLP(SXa, SY, weights=W, start=start)
+    assert lp._heavy().sum() == 2
+    out = lp.solve()
+    ref, _ = highs_lp(SXa, SY, (-1.0, 1.0))
+    assert out.termination is TerminationCondition.OPTIMAL
+    assert float(SY @ out.v) == pytest.approx(ref, rel=1e-9)
+    plain = IpmLadLP(SXa, SY)
+    plain.solve()
+    if wrong_start:
+        assert lp.sift_rounds >= 1
+    else:  # 11-12 interior-point iterations instead of 18-23 with the globs free
+        assert lp.sift_rounds == 0 and lp.iterations < plain.iterations

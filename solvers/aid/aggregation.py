@@ -26,6 +26,7 @@ class Aggregate:
     W: np.ndarray  # (K,) total weight of each cluster
     SX: np.ndarray  # (K, p) weighted feature sums
     SY: np.ndarray  # (K,) weighted target (or label) sums
+    start: np.ndarray | None = None  # coefficients the clustering was built from, if any
 
     @property
     def n_clusters(self) -> int:

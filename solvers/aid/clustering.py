@@ -236,7 +236,7 @@ def lad_clusters(
         return np.arange(n, dtype=np.int64)
     rng = np.random.default_rng(seed)
     if method == "pk":  # sizes itself by n and p (``n_clusters`` is not used)
-        return pk_start(X, y, s, fit_intercept, quantile, rng)
+        return pk_start(X, y, s, fit_intercept, quantile, rng)[0]
     beta, b = fit_lad_subsample(X, y, s, fit_intercept=fit_intercept,
                                 idx=subsample(n, sample_size, rng), quantile=quantile)
     r = y - X @ beta - b if X.shape[1] else y - b
@@ -249,14 +249,17 @@ def lad_clusters(
 
 
 def pk_start(X: np.ndarray, y: np.ndarray, s: np.ndarray, fit_intercept: bool, quantile: float,
-             rng: np.random.Generator, band: float = PK_BAND) -> np.ndarray:
+             rng: np.random.Generator, band: float = PK_BAND
+             ) -> tuple[np.ndarray, np.ndarray | None]:
     """Portnoy and Koenker's start: fit the subsample of m = sqrt(q) n^(2/3) rows exactly (q
     coefficients; by the interior point of :mod:`solvers.aid.fn_lp`) and make the ``band`` m
     rows whose residuals rank nearest the tau-quantile clusters of one row, the rows below and
-    above the band two large clusters ("globs").  (Portnoy and Koenker rank r_i / ||L^-1 a_i||,
-    the residual over its prediction's leverage; that left fewer misfits in the globs, 3
-    instead of 115 at 327,346 x 7, but its n x q^2 pass cost more than the misfits' re-solve:
-    0.65-0.92 s against 0.53-0.55 s at 10^6 x 10.)
+    above the band two large clusters ("globs"). Returns ``(labels, coef)``, ``coef`` the
+    subsample fit (beta, then the intercept if fitted), None when no fit was made.
+    (Portnoy and Koenker rank r_i / ||L^-1 a_i||, the residual over its prediction's
+    leverage; that left fewer misfits in the globs, 3 instead of 115 at 327,346 x 7, but its
+    n x q^2 pass cost more than the misfits' re-solve: 0.65-0.92 s against 0.53-0.55 s at
+    10^6 x 10.)
 
     At the optimum only the rows on the hyperplane are fractional; with a good subsample fit
     they lie in the band, the globs are sign-pure and the first aggregated LP is already the
@@ -266,11 +269,11 @@ def pk_start(X: np.ndarray, y: np.ndarray, s: np.ndarray, fit_intercept: bool, q
     n, p = X.shape
     m, M = pk_sizes(n, p + int(fit_intercept), band)
     if M >= n - 2 or p + int(fit_intercept) == 0:
-        return np.arange(n, dtype=np.int64)
+        return np.arange(n, dtype=np.int64), None
     idx = subsample(n, m, rng)
     fit = pk_fit(X[idx], y[idx], s[idx], fit_intercept, quantile)
     if fit is None:  # pragma: no cover - a small, well-posed LP
-        return score_bins(y, s, 2, method="quantile", rng=rng)
+        return score_bins(y, s, 2, method="quantile", rng=rng), None
     r = lad_residual(X, y, fit[0], fit[1])
     lo_k = int(min(max(quantile * n - M / 2, 0), n - 1))
     hi_k = int(min(lo_k + M, n - 1))
@@ -284,7 +287,8 @@ def pk_start(X: np.ndarray, y: np.ndarray, s: np.ndarray, fit_intercept: bool, q
     n_above = int(np.count_nonzero(above))
     if n_above == 0 or n_above + n_near == n:  # a glob is empty: renumber 0..K-1
         labels = compact_labels(labels)
-    return labels
+    coef = np.append(fit[0], fit[1]) if fit_intercept else fit[0]
+    return labels, coef
 
 
 def pk_sizes(n: int, q: int, band: float = PK_BAND) -> tuple[int, int]:

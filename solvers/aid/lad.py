@@ -66,7 +66,7 @@ import numpy as np
 
 from solvers.aid.aggregation import Aggregate, aggregate, split_by_rule
 from solvers.aid.certificate import pure_verdict, subproblem_failure
-from solvers.aid.clustering import LAD_METHODS, lad_clusters
+from solvers.aid.clustering import LAD_METHODS, lad_clusters, pk_start
 from solvers.aid.fn_lp import IpmLadLP
 from solvers.aid.lad_lp import AggregatedLadLP, SiftedLadLP, lad_dual_lp, new_highs, quantile_box
 from solvers.aid.scaling import LadScaling, worst_scaled
@@ -278,12 +278,17 @@ def _prepare(X, y, s, K0, init, fit_intercept, seed, quantile, natural=None):
         natural = lad_natural_scale(y, s, fit_intercept, quantile)
     sc = LadScaling.of(X, y, s, natural)
     X, y, s = sc.apply(X, y, s)
-    if isinstance(init, str):
+    start = None
+    if isinstance(init, str) and init == "pk" and K0 < X.shape[0]:
+        labels0, start = pk_start(X, y, s, fit_intercept, quantile, np.random.default_rng(seed))
+    elif isinstance(init, str):
         labels0 = lad_clusters(X, y, s, K0, method=init, fit_intercept=fit_intercept, seed=seed,
                                quantile=quantile)
     else:
         labels0 = init if keep is None else init[keep]
-    return LadRows(X, y, s), aggregate(X, y, s, labels0), keep, natural, sc
+    agg = aggregate(X, y, s, labels0)
+    agg.start = start
+    return LadRows(X, y, s), agg, keep, natural, sc
 
 
 def check_quantile(quantile: object) -> float:
@@ -421,9 +426,11 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
     box = quantile_box(quantile)
     if lp_solver == "ipm":
         kind, sift = IpmLadLP, False
+        lp = IpmLadLP(_with_intercept(agg, fit_intercept), agg.SY, box=box, weights=agg.W,
+                      start=agg.start)
     else:
         kind = SiftedLadLP if warm_start and sift else AggregatedLadLP
-    lp = kind(_with_intercept(agg, fit_intercept), agg.SY, box=box)
+        lp = kind(_with_intercept(agg, fit_intercept), agg.SY, box=box)
     ev = _Evaluation(data, agg, tol, quantile, box, screen=lp_solver == "simplex")
     st: dict[str, Any] = dict(history=[], E_best=np.inf, F=-np.inf, best=None, lp_time=0.0,
                               termination=TerminationCondition.ITERATION_LIMIT, raw="")
@@ -478,12 +485,15 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
         if it == max_iter:
             break
         old_ids, new_ids = ev.split(agg, mixed, rule, coef)
+        sums = (_with_intercept(agg, fit_intercept), agg.SY)
+        if lp_solver == "ipm":
+            lp.weights = agg.W
         if warm_start:
             if sift:
                 _fix_settled(lp, mixed, out.v, coef)
-            lp.split(old_ids, new_ids, _with_intercept(agg, fit_intercept), agg.SY, coef)
+            lp.split(old_ids, new_ids, *sums, coef)
         else:
-            lp.rebuild(_with_intercept(agg, fit_intercept), agg.SY)
+            lp.rebuild(*sums)
     st["iterations"] = len(st["history"])
     return st
 
