@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import math
+
+import numba
 import numpy as np
 import pytest
 
@@ -28,3 +31,54 @@ def test_parallel_column_equals_serial(kind, contiguous):
     k = d if kind == 0 else (np.exp(-0.3 * np.maximum(sqn[idx] + sqn[11] - 2 * d, 0))
                              if kind == 1 else (0.3 * d + 0.5) ** 3)
     np.testing.assert_allclose(par[idx], y[idx] * y[11] * k, rtol=1e-12, atol=1e-12)
+
+
+
+@numba.njit(fastmath=core.FASTMATH)
+def _exp_grid(v):
+    """_exp_parts on each v, compiled with the column loop's flags."""
+    out = np.empty_like(v)
+    scale = np.empty_like(v)
+    bits = scale.view(np.int64)
+    for k in range(v.shape[0]):
+        q, e = core._exp_parts(v[k])
+        out[k] = q
+        bits[k] = e
+    for k in range(v.shape[0]):
+        out[k] *= scale[k]
+    return out
+
+
+def test_vectorized_exp_within_two_ulp_of_libm():
+    """q(r) 2^e against math.exp on [-720, 0]: within 2 ulp; below -708 exactly 0."""
+    v = np.r_[-np.geomspace(1e-300, 720.0, 200_001), 0.0, -708.0, -np.log(2.0) * 0.5]
+    got = _exp_grid(v)
+    ref = np.array([math.exp(t) for t in v])
+    ok = v >= -708.0
+    ulp = np.spacing(ref[ok])
+    assert np.max(np.abs(got[ok] - ref[ok]) / ulp) <= 2.0
+    assert np.all(got[~ok] == 0.0)
+
+
+@pytest.mark.parametrize("contiguous", [True, False])
+def test_rbf_column_exp_is_accurate_over_the_whole_range(contiguous):
+    """RBF columns with exponents from 0 down past the underflow cut (-708: returned as 0)
+    against numpy; the tolerance is that of the distance ||x_s||^2 + ||x_i||^2 - 2 x_s'x_i
+    (a few ulp of the squared norms, times gamma), plus 2 ulp for the exp."""
+    rng = np.random.default_rng(7)
+    n, p = core.PARALLEL_FROM + 300, 3
+    X = rng.standard_normal((n, p)) * np.linspace(0.0, 12.0, n)[:, None]
+    X[0] = 0.5
+    y = np.where(rng.random(n) > 0.5, 1.0, -1.0)
+    XT, sqn = np.ascontiguousarray(X.T), np.einsum("ij,ij->i", X, X)
+    idx = np.arange(n) if contiguous else np.sort(rng.choice(n, n - 3, replace=False))
+    for gamma in (1e-3, 0.1, 2.0, 7.0):
+        out, buf = np.zeros(n), np.zeros(n)
+        core._fill(1, XT, sqn, gamma, 0.0, 3.0, y, 0, idx, idx.size, contiguous, out, buf)
+        v = -gamma * np.maximum(sqn[idx] + sqn[0] - 2 * (X[idx] @ X[0]), 0.0)
+        ref = y[idx] * y[0] * np.exp(v)
+        ok = v >= -708.0 + 1e-6 * abs(v)
+        rtol = 8 * np.finfo(float).eps * (1.0 + gamma * (sqn[idx] + sqn[0]))
+        assert np.all(np.abs(out[idx] - ref)[ok] <= rtol[ok] * np.abs(ref[ok]))
+        assert np.all(out[idx][v < -708.0 - 1e-6 * abs(v)] == 0.0)
+        assert (v < -710.0).any() == (gamma >= 2.0)  # the larger gammas reach past the cut

@@ -196,7 +196,8 @@ def solve_klr_problem(
         a0, q0 = (start, qa0) if prev is None else (prev.alpha, prev.qa)
         runs.append(solve_dual(prob.qmat, yk, prob.lower, prob.upper, lin, entropy_C=prob.C,
                                alpha0=a0, qa0=q0, tol=tol_, max_iter=budget,
-                               shrinking=shrinking, cache_dtype=cache_dtype, verbose=verbose))
+                               shrinking=shrinking, cache_dtype=cache_dtype, verbose=verbose,
+                               cache=None if prev is None else prev.cache))
         return runs[-1]
 
     first = run(None, tol, max_iter)

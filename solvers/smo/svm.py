@@ -164,7 +164,8 @@ def smo_svm(
         a0, qa0 = (start, None) if prev is None else (prev.alpha, prev.qa)
         rounds_run.append(solve_dual(qmat, yk, lo, up, lin, alpha0=a0, qa0=qa0, tol=tol_,
                                      max_iter=budget, shrinking=shrinking,
-                                     cache_dtype=cache_dtype, verbose=verbose))
+                                     cache_dtype=cache_dtype, verbose=verbose,
+                                     cache=None if prev is None else prev.cache))
         return rounds_run[-1]
 
     def certificate(s: DualSolution) -> Certificate:
