@@ -181,6 +181,8 @@ def test_scaled_features_certify_or_report_a_true_gap(factor, C):
     if res.is_optimal:
         assert res.certified and res.gap <= 1e-6
         assert res.objective <= ref.objective + 1e-8 * scale
+        if ref.is_optimal:
+            assert abs(res.objective - ref.objective) / scale <= MATCH
     else:
         assert res.termination is TerminationCondition.NUMERICAL_ERROR
         assert res.gap > 1e-6 and "stalled" in res.raw_status
