@@ -27,8 +27,9 @@ eliminating ds, dxi, dnu and dalpha (all diagonal)::
   flops by a symmetric rank-k update in row blocks), equilibrate it to a unit diagonal
   (``S K S``, S = diag(K)^{-1/2}: D spans ~20 decades near the end and the columns of X their
   own scales) and factor it (an eigendecomposition with floored eigenvalues if Cholesky finds
-  it numerically indefinite); one step of iterative refinement per solve. The predictor and
-  the corrector share the factor. Exact up to round-off, so r_w -> 0 with the steps.
+  it numerically indefinite); one step of iterative refinement per solve (K applied through X,
+  two passes). The predictor and the corrector share the factor. Exact up to round-off, so
+  r_w falls with the steps to its round-off floor.
 - ``"cg"``: the Schur complement of the intercept, below.
 - ``"auto"`` (default): cholesky when ``p <= AUTO_CHOLESKY_MAX_P`` (1000), else cg. Forming
   X'DX costs about 7 two-column CG passes over X at p = 100..300 and 15 at p = 1000 (n = 10^4,
@@ -308,12 +309,12 @@ class CholeskySystem:
     Ks has a unit diagonal (D spans many decades near the end, the column scales of X others).
     Ks = L L' (Cholesky); if round-off leaves Ks not numerically positive definite, its
     eigendecomposition with eigenvalues floored at ``p eps max(lambda)``. Each solve takes one
-    step of iterative refinement on K. K is positive definite for D > 0 (v'Kv = ||a||^2 +
-    ||D^{1/2}(X a + beta 1)||^2 for v = (a, beta))."""
+    step of iterative refinement with K applied through X (:meth:`apply`). K is positive
+    definite for D > 0 (v'Kv = ||a||^2 + ||D^{1/2}(X a + beta 1)||^2 for v = (a, beta))."""
 
     def __init__(self, X: np.ndarray, D: np.ndarray, u: np.ndarray, block_size: int) -> None:
         p = X.shape[1]
-        self.X = X
+        self.X, self.D = X, D
         K = np.empty((p + 1, p + 1))
         K[:p, :p] = weighted_gram(X, D, block_size)
         K[:p, :p][np.diag_indices(p)] += 1.0
@@ -339,9 +340,16 @@ class CholeskySystem:
         """``(dw, db, X dw)`` with ``K [dw; db] = [rhs_w; rhs_b]``."""
         r = np.append(rhs_w, rhs_b)
         z = self.scale * self._solve_scaled(self.scale * r)
-        z += self.scale * self._solve_scaled(self.scale * (r - self.K @ z))
+        z += self.scale * self._solve_scaled(self.scale * (r - self.apply(z)))
         dw = z[:-1]
         return dw, float(z[-1]), self.X @ dw
+
+    def apply(self, z: np.ndarray) -> np.ndarray:
+        """``K z`` through X (two passes), not the formed K: the refinement then also corrects
+        the round-off of forming X'DX (measured on columns scaled 1e3..1e9 with C = 1e4: the
+        gap reached 1.4e-7 instead of 1.8e-6 with the formed K)."""
+        DXz = self.D * (self.X @ z[:-1] + z[-1])
+        return np.append(z[:-1] + self.X.T @ DXz, DXz.sum())
 
 
 class CGSystem:
