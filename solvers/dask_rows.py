@@ -21,7 +21,9 @@ import dask
 import dask.array as da
 import numpy as np
 
+from solvers.aid.scaling import column_range
 from solvers.errors import DataError
+from solvers.rows import lad_residual
 from solvers.sketch.distributed import fd_sketch_dask
 from solvers.sketch.fd import FrequentDirections
 from solvers.sketch.random import make_random_sketch
@@ -34,6 +36,9 @@ def _flags(block: np.ndarray, width: int) -> np.ndarray:
     bad_width = blk.ndim != (1 if width < 0 else 2) or (width >= 0 and blk.shape[1] != width)
     if bad_width:
         return np.array([0, 0, 1, blk.shape[0]], dtype=np.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        if blk.dtype.kind == "f" and np.isfinite(np.sum(blk)):  # as check_finite's fast path
+            return np.array([0, 0, 0, blk.shape[0]], dtype=np.int64)
     return np.array([np.isnan(blk).any(), np.isinf(blk).any(), 0, blk.shape[0]], dtype=np.int64)
 
 
@@ -239,7 +244,7 @@ class DaskRows:
 
 # ---------------------------------------------------------------------------- AID-LAD
 def _resid(x: np.ndarray, y: np.ndarray, beta: np.ndarray, b: float) -> np.ndarray:
-    return y - x @ beta - b if x.shape[1] else y - b
+    return lad_residual(x, y, beta, b)
 
 
 def _sums(x, y, s, lab, K: int) -> np.ndarray:
@@ -402,21 +407,33 @@ def select_by_mass(y: da.Array, w: da.Array, target: float, bins: int = 4096) ->
 def _stats(x, y, s, width: int) -> dict:
     """One chunk: the flags of x, y, s; whether s has negative / zero entries; and over the
     rows of positive weight: their number, min/max/sum of s, sum s|y|, the range of y and of
-    each column of x (what the check, the scaling and the selection of the quantile need)."""
-    flags = np.stack([_flags(x, width), _flags(y, -1), _flags(s, -1)])
+    each column of x (what the check, the scaling and the selection of the quantile need).
+    x's flags come from its column ranges (a NaN makes a column's extremes NaN, an infinity
+    makes one infinite), so x is read once; y is made contiguous once (a column of a wider
+    chunk is strided)."""
+    x, y, s = np.asarray(x), np.asarray(y), np.asarray(s)
+    ranges = None
+    if x.ndim == 2 and x.shape[1] == width and x.dtype.kind == "f":
+        ranges = column_range(x)
+        ext = np.concatenate(ranges)
+        fx = np.array([np.isnan(ext).any(), np.isinf(ext).any(), 0, x.shape[0]], dtype=np.int64)
+    else:
+        fx = _flags(x, width)
+    y = np.ascontiguousarray(y)
+    flags = np.stack([fx, _flags(y, -1), _flags(s, -1)])
     if flags[:, :3].any():
         return dict(flags=flags)
-    x, y, s = np.asarray(x), np.asarray(y), np.asarray(s)
     keep = s > 0
     out = dict(flags=flags, neg=bool((s < 0).any()), zero=bool((s == 0).any()),
                kept=int(keep.sum()))
     if not keep.all():
-        x, y, s = x[keep], y[keep], s[keep]
+        x, y, s, ranges = x[keep], y[keep], s[keep], None
     if not s.size:
         return out
+    ymin, ymax = float(y.min()), float(y.max())
     out.update(smin=float(s.min()), smax=float(s.max()), ssum=float(s.sum()),
-               sy=float(s @ np.abs(y)), ymin=float(y.min()), ymax=float(y.max()),
-               yabs=float(np.abs(y).max()), cmax=x.max(axis=0), cmin=x.min(axis=0))
+               sy=float(s @ np.abs(y)), ymin=ymin, ymax=ymax, yabs=max(-ymin, ymax))
+    out["cmin"], out["cmax"] = column_range(x) if ranges is None else ranges
     return out
 
 
@@ -510,12 +527,18 @@ def _pk_band(x, y, s, beta, b: float, lo: float, hi: float
     two globs (r < lo, r > hi)."""
     x, y, s = np.asarray(x), np.asarray(y), np.asarray(s)
     r = _resid(x, y, beta, b)
-    near = (r >= lo) & (r <= hi)
-    code = np.where(r < lo, 0, 1).astype(np.int64)
-    code[near] = 2 + np.arange(int(near.sum()))
-    rows = np.column_stack([np.ones(int(near.sum())), s[near], x[near] * s[near, None],
+    below, above = r < lo, r > hi
+    near = ~(below | above)
+    n_near = int(np.count_nonzero(near))
+    code = above.astype(np.int64)
+    code[near] = np.arange(2, 2 + n_near)
+    rows = np.column_stack([np.ones(n_near), s[near], x[near] * s[near, None],
                             s[near] * y[near]])
-    return code, rows, _label_sums(x[~near], y[~near], s[~near], code[~near], 2)
+    # the globs' sums by two weighted products over the chunk (no copy of its rows)
+    G = np.column_stack([np.where(below, s, 0.0), np.where(above, s, 0.0)])
+    globs = np.column_stack([[np.count_nonzero(below), np.count_nonzero(above)], G.sum(axis=0),
+                             G.T @ x, G.T @ y])
+    return code, rows, globs
 
 
 def _pk_globalise(code: np.ndarray, glob_ids: np.ndarray, offsets: np.ndarray,

@@ -138,3 +138,22 @@ def test_parquet_with_unknown_chunk_sizes_and_the_cli(client, tmp_path, capsys):
                        rtol=1e-12, atol=1e-12)
     assert got["objective"] == pytest.approx(mem.objective, rel=1e-12)
     assert want["objective"] == pytest.approx(mem.objective, rel=1e-12)
+
+
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf, None])
+def test_chunk_statistics_flag_like_the_masks_and_give_the_column_ranges(bad):
+    """The check pass reads X once: its NaN / inf flags come from the column ranges."""
+    from solvers.dask_rows import _flags, _stats
+
+    Z = np.random.default_rng(3).standard_normal((5000, 5)) * [1, 1e-8, 1e8, 1, 1]
+    x, y, s = Z[:, :4], Z[:, 4], np.ones(5000)  # x strided, as a column slice of a chunk
+    if bad is not None:
+        x[1234, 2] = bad
+    st = _stats(x, y, s, 4)
+    assert np.array_equal(st["flags"][0], _flags(np.ascontiguousarray(x), 4))
+    assert st["flags"][0][:2].tolist() == [int(bad is not None and np.isnan(bad)),
+                                           int(bad is not None and np.isinf(bad))]
+    if bad is None:
+        assert np.array_equal(st["cmin"], x.min(axis=0))
+        assert np.array_equal(st["cmax"], x.max(axis=0))
+        assert st["yabs"] == np.abs(y).max() and st["sy"] == pytest.approx(np.abs(y).sum())

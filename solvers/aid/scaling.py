@@ -62,26 +62,39 @@ def column_factors(X: np.ndarray) -> np.ndarray:
     return pow2_factor(column_magnitudes(X), COLUMN_FREE_EXP)
 
 
-def column_magnitudes(X: np.ndarray, width: int = 2048) -> np.ndarray:
-    """``max_i |X_ij|`` per column, without copying X.
+def column_magnitudes(X: np.ndarray) -> np.ndarray:
+    """``max_i |X_ij|`` per column (see :func:`column_range`)."""
+    lo, hi = column_range(X)
+    return np.maximum(hi, -lo)
+
+
+def column_range(X: np.ndarray, width: int = 2048, block: int = 8192
+                 ) -> tuple[np.ndarray, np.ndarray]:
+    """``(min_i X_ij, max_i X_ij)`` per column, NaN where a column holds a NaN.
 
     numpy's ``X.max(axis=0)`` on a C-ordered X with few columns runs its inner loop over
     the p entries of one row, which costs 4x a whole-array max (10^6 x 10); viewing blocks of
     k = width / p consecutive rows as one row of k p entries gives the loop that length, and
-    the k partial maxima per column are reduced after."""
+    the k partial extremes per column are reduced after. A strided X (e.g. columns sliced
+    from a wider array) is copied ``block`` rows at a time to get that layout."""
     n, p = X.shape
+    if n == 0:
+        return np.full(p, np.inf), np.full(p, -np.inf)
+    if not X.flags.c_contiguous:
+        parts = [column_range(np.ascontiguousarray(X[i:i + block]), width, block)
+                 for i in range(0, n, block)]
+        return (np.min([q[0] for q in parts], axis=0), np.max([q[1] for q in parts], axis=0))
     k = max(1, width // max(p, 1))
-    m = n // k if X.flags.c_contiguous else 0
-    hi = np.full(p, -np.inf)
-    lo = np.full(p, np.inf)
+    m = n // k
+    lo, hi = np.full(p, np.inf), np.full(p, -np.inf)
     if m:
         H = X[: m * k].reshape(m, k * p)
-        hi = H.max(axis=0).reshape(k, p).max(axis=0)
         lo = H.min(axis=0).reshape(k, p).min(axis=0)
+        hi = H.max(axis=0).reshape(k, p).max(axis=0)
     if m * k < n:
-        hi = np.maximum(hi, X[m * k:].max(axis=0))
         lo = np.minimum(lo, X[m * k:].min(axis=0))
-    return np.maximum(hi, -lo)
+        hi = np.maximum(hi, X[m * k:].max(axis=0))
+    return lo, hi
 
 
 def scale_columns(X: np.ndarray, col: np.ndarray) -> np.ndarray:
