@@ -31,7 +31,10 @@ KERNEL_ACCURACY_MAX_N = 20_000
 """Kernel AID results get a training accuracy (a blocked K v, O(n^2 p)) up to this n."""
 
 RIDGE_REFERENCE_MAX_D = 2_000
-"""Ridge strategies get the exact solution (for rel_error histories) when d is at most this."""
+"""Ridge strategies get the exact solution (for rel_error histories) when d is at most this..."""
+RIDGE_REFERENCE_MAX_FLOPS = 1e10
+"""... and n d^2 (the cost of the reference's A'A) at most this: at n = 1e5, d = 1024 the
+reference alone cost as much as numpy's Cholesky solve, more than a PCG-RFD solve itself."""
 
 
 def adapter(
@@ -380,7 +383,8 @@ def _klr_newton(problem: Any, **options: Any) -> SolveResult:
 # ---- Ridge --------------------------------------------------------------------------------------
 def _ridge_runner(method: str) -> Callable[..., SolveResult]:
     def run(problem: Any, **options: Any) -> SolveResult:
-        if "x_star" not in options and problem.p <= RIDGE_REFERENCE_MAX_D and not problem.lazy:
+        if ("x_star" not in options and problem.p <= RIDGE_REFERENCE_MAX_D and not problem.lazy
+                and problem.n * problem.p**2 <= RIDGE_REFERENCE_MAX_FLOPS):
             options["x_star"] = problem.closed_form()
         res = solve_ridge(problem.Aw, problem.bw, problem.alpha, method=method, **options)
         if res.x is not None:

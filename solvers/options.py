@@ -301,14 +301,15 @@ BLOCK_KLR = table(
 # ---------------------------------------------------------------------------- ridge sketches
 _RIDGE_COMMON = (
     Option("m", "int", None,
-           "sketch size (rows of B or S), at most d; default min(256, d) (PCG needs m above "
-           "the effective rank of A; beyond it a larger m only adds sketch time); a larger m "
-           "is an error", "ell", low=1, none_ok=True),
+           "sketch size (rows of B or S), at most d; default min(256, d), for pcg-* the "
+           "largest m <= min(256, d) whose sampled sketch costs at most 4 passes over A (PCG "
+           "needs m above the effective rank of A; beyond it a larger m only adds sketch "
+           "time); a larger m is an error", "ell", low=1, none_ok=True),
     _tol(1e-10, "stop with OPTIMAL once ||grad f(x)|| <= tol (||A'Ax|| + gamma ||x|| + "
          "||A'b||)", "epsilon", zero_ok=True),
     Option("x_star", "array", None,
            "the exact solution, to record ||x_t - x*|| / ||x*|| (the toolkit passes it for "
-           "d <= 2000)", "x*", none_ok=True),
+           "d <= 2000 and n d^2 <= 1e10)", "x*", none_ok=True),
     Option("block_size", "int", 4096, "rows per block when streaming A through a sketch", low=1),
     _verbose("print one line per iteration"),
 )
@@ -318,6 +319,11 @@ _RIDGE_SKETCH = Option("sketch", "object", None,
                        "a finished FrequentDirections sketch of A with m rows to reuse",
                        none_ok=True)
 
+_RIDGE_SKETCH_ROWS = Option(
+    "sketch_rows", "int", None,
+    "rows of A the PCG preconditioner sketches: a length-squared sample of this many; "
+    "default min(n, 8 m); n or more sketches every row", low=1, none_ok=True)
+
 RIDGE_FD_FAMILIES = ("fdrr", "rfdrr", "fd", "rfd", "pcg")
 RIDGE_ITERATIVE_FAMILIES = ("fd", "rfd", "ihs", "single", "pcg")
 
@@ -326,12 +332,15 @@ def _ridge_table(method: str) -> dict[str, Option]:
     family = method.partition("-")[0]
     extra = [_RIDGE_MAX_ITER] if family in RIDGE_ITERATIVE_FAMILIES else []
     extra.append(_RIDGE_SKETCH if family in RIDGE_FD_FAMILIES else _RIDGE_SEED)
+    if family == "pcg":  # the preconditioner's row sample
+        extra += [_RIDGE_SKETCH_ROWS, _RIDGE_SEED]
     return table(*_RIDGE_COMMON, *extra)
 
 
 RIDGE = {method: _ridge_table(method) for method in RIDGE_METHODS if method != "cholesky"}
 """One table per ridge sketching method: one-shot methods take no max_iter, the FD-based ones
-no seed (they are deterministic) and the random ones no sketch."""
+no seed (they are deterministic) except pcg-* (seed and sketch_rows of its row sample), and the
+random ones no sketch."""
 
 
 # ---------------------------------------------------------------------------- Newton-CG
@@ -408,7 +417,7 @@ the weights)."""
 
 def ridge_unused(method: str) -> frozenset[str]:
     """Keywords of solve_ridge that ``method`` does not use (and so refuses as options)."""
-    all_names = {"max_iter", "seed", "sketch"}
+    all_names = {"max_iter", "seed", "sketch", "sketch_rows"}
     return frozenset(all_names - set(RIDGE[method]))
 
 

@@ -172,6 +172,26 @@ def test_gram_route_equals_svd_route(kind):
     assert g.n_shrinks_ == s.n_shrinks_
 
 
+@pytest.mark.parametrize("kind", sorted(MATRICES))
+def test_structured_gram_over_many_shrinks_keeps_bound_and_svd_sketch(kind):
+    """The Gram shrink takes the kept rows' block of B B' as diag(lam - delta) (they are
+    orthogonal after a shrink) and computes only N B_old' and N N'. Over 600-750 shrinks (m = 4)
+    the kept rows stay orthogonal to rounding, the bound holds and the sketch is the SVD
+    route's (which forms nothing from the previous shrink)."""
+    A = np.vstack([MATRICES[kind](seed=s) for s in range(5)])  # 3000 x 80
+    m = 4
+    g = FrequentDirections(m).fit(A, block_size=64)
+    s = FrequentDirections(m, shrink="svd").fit(A, block_size=64)
+    assert g.n_shrinks_ >= 500
+    Bg, Bs = g.sketch_, s.sketch_
+    scale = np.linalg.norm(A, 2) ** 2
+    G = Bg @ Bg.T
+    assert np.abs(G - np.diag(np.diag(G))).max() <= 1e-12 * scale
+    _check_fd_bound(A, Bg, m, ks=[0, 1, 2, 3])
+    np.testing.assert_allclose(Bg.T @ Bg, Bs.T @ Bs, atol=1e-9 * scale)
+    assert g.delta_sum_ == pytest.approx(s.delta_sum_, rel=1e-9)
+
+
 def test_memory_is_order_m_d():
     A = _random(n=400, d=60)
     sk = FrequentDirections(10).fit(A, block_size=7)

@@ -21,7 +21,14 @@ from solvers.sketch import (
     solve_ridge,
 )
 from solvers.sketch.metrics import estimator_metrics, fd_operator, random_operator
-from solvers.sketch.ridge import DIVERGENCE_FACTOR, PCG_SKETCH_DTYPE
+from solvers.sketch.ridge import (
+    DIVERGENCE_FACTOR,
+    PCG_SKETCH_BUDGET,
+    PCG_SKETCH_DTYPE,
+    length_squared_sample,
+    pcg_sketch_cost,
+    pcg_sketch_size,
+)
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
 
@@ -427,7 +434,9 @@ def test_diverging_ihs_stops_with_numerical_error(small, kind):
 
 
 SCALE_CASES = [  # (method, m, gamma, max_iter): converging, limited and diverging runs
-    ("fd", 10, 100.0, 60), ("rfd", 10, 30.0, 60), ("pcg-rfd", 10, 1.0, 100),
+    # pcg-rfd with m = 15: with m = 10 its sampled preconditioner needs 22 iterations and CG's
+    # rounding (of b * 1e-12) grows ~10x per iteration past the 12th, so the histories part
+    ("fd", 10, 100.0, 60), ("rfd", 10, 30.0, 60), ("pcg-rfd", 15, 1.0, 100),
     ("ihs-sjlt", 15, 100.0, 60), ("single-gaussian", 20, 300.0, 60),
     ("fd", 10, 30.0, 20), ("fd", 10, 10.0, 50), ("ihs-gaussian", 10, 10.0, 50),
     ("cholesky", 1, 1.0, 1),
@@ -587,7 +596,8 @@ def test_reused_sketch_gives_same_answer(hard):
     sk = FrequentDirections(40).fit(A)
     sk_pcg = FrequentDirections(40, dtype=PCG_SKETCH_DTYPE).fit(A)  # PCG's own precision
     for method in ("fd", "rfd", "pcg-rfd", "rfdrr"):
-        own = solve_ridge(A, b, 100.0, method=method, m=40, max_iter=4)
+        every_row = {"sketch_rows": A.shape[0]} if method.startswith("pcg") else {}
+        own = solve_ridge(A, b, 100.0, method=method, m=40, max_iter=4, **every_row)
         reused = solve_ridge(A, b, 100.0, method=method, m=40, max_iter=4,
                              sketch=sk_pcg if method.startswith("pcg") else sk)
         np.testing.assert_allclose(reused.x, own.x, rtol=1e-9, atol=1e-12)
@@ -596,3 +606,75 @@ def test_reused_sketch_gives_same_answer(hard):
         solve_ridge(A, b, 100.0, method="ihs-sjlt", m=40, sketch=sk)
     with pytest.raises(ValueError, match="'sketch'"):
         solve_ridge(A, b, 100.0, method="fd", m=30, sketch=sk)
+
+
+# ------------------------------------------------------------------ PCG's sampled sketch
+def test_length_squared_sample_is_unbiased_with_equal_row_norms():
+    """Every sampled row is a row of A scaled to ||A||_F^2 / s; over 300 seeds the mean of
+    At'At is A'A within the Drineas-Kannan-Mahoney scale ||A||_F^2 / sqrt(s * seeds)."""
+    rng = np.random.default_rng(5)
+    A = rng.standard_normal((400, 12)) * np.r_[np.full(40, 10.0), np.ones(360)][:, None]
+    s, seeds = 50, 300
+    frob2 = float(np.sum(A**2))
+    X = length_squared_sample(A, s, seed=1)
+    np.testing.assert_allclose(np.sum(X**2, axis=1), frob2 / s, rtol=1e-12)
+    unit = A / np.linalg.norm(A, axis=1)[:, None]  # each sampled row is +- a scaled row of A
+    cos = np.abs(X / np.linalg.norm(X, axis=1)[:, None] @ unit.T).max(axis=1)
+    np.testing.assert_allclose(cos, 1.0, rtol=1e-12)
+    mean = sum(length_squared_sample(A, s, seed=k).T @ length_squared_sample(A, s, seed=k)
+               for k in range(seeds)) / seeds
+    assert np.linalg.norm(mean - A.T @ A) <= 3 * frob2 / np.sqrt(s * seeds)
+    assert np.linalg.norm(X.T @ X - A.T @ A) > 0.2 * frob2 / np.sqrt(s)  # one draw is not A'A
+
+
+def test_pcg_with_sampled_sketch_reaches_1e10_against_closed_form(hard):
+    """n = 1500 > 8 m: the default pcg sketch sees min(n, 8 m) = 320 sampled rows; the solve is
+    still OPTIMAL at 1e-10 (the true gradient is checked) and equals the closed form; the
+    full-sketch run (sketch_rows = n) reaches the same x."""
+    A, b = hard
+    xs = _closed_form(A, b, 10.0)
+    sampled = solve_ridge(A, b, 10.0, method="pcg-rfd", m=40, max_iter=200, tol=1e-10)
+    full = solve_ridge(A, b, 10.0, method="pcg-rfd", m=40, max_iter=200, tol=1e-10,
+                       sketch_rows=A.shape[0])
+    assert sampled.extra["sketch_rows"] == 320 and full.extra["sketch_rows"] == A.shape[0]
+    for res in (sampled, full):
+        assert res.termination is TerminationCondition.OPTIMAL
+        assert _rel(res.x, xs) <= 1e-8
+    assert sampled.iterations <= 2 * full.iterations
+
+
+def test_pcg_sketch_size_rule():
+    """The automatic pcg m is the largest m <= min(256, d) whose modelled sketch cost is within
+    the budget (4 passes or 0.1 s), never below min(d, 32); it grows with n."""
+    from solvers.sketch.ridge import _PASS_COST
+
+    passes, seconds = PCG_SKETCH_BUDGET
+    for n, d in ((100_000, 1024), (50_000, 4096), (20_000, 4096), (900, 320), (10_000, 1024),
+                 (5_000, 4096), (10**6, 100), (50, 20)):
+        m = pcg_sketch_size(n, d)
+        budget = max(passes * _PASS_COST * n * d, seconds)
+        assert min(d, 32) <= m <= min(256, d), (n, d, m)
+        assert pcg_sketch_cost(n, d, m) <= budget or m == min(d, 32), (n, d)
+        if m < min(256, d):
+            assert pcg_sketch_cost(n, d, m + 1) > budget, (n, d)
+    assert pcg_sketch_size(100_000, 1024) == 256 and pcg_sketch_size(20_000, 4096) < 256
+    assert pcg_sketch_size(2_000, 4096) <= pcg_sketch_size(20_000, 4096)
+    res = solve_ridge(*_small_problem(), 1.0, method="pcg-rfd", max_iter=50)
+    assert res.extra["m"] == pcg_sketch_size(300, 40) == 40
+
+
+def _small_problem():
+    A, b, _ = make_ridge(n=300, d=40, r=0.3, seed=2)
+    return A, b
+
+
+def test_sketch_rows_bad_input():
+    A, b = _small_problem()
+    with pytest.raises(ValueError, match="'sketch_rows'.*pcg-fd and pcg-rfd"):
+        solve_ridge(A, b, 1.0, method="fd", m=5, sketch_rows=100)
+    with pytest.raises(ValueError, match="sketch_rows"):
+        solve_ridge(A, b, 1.0, method="pcg-rfd", m=5, sketch_rows=0)
+    with pytest.raises(ValueError, match="sketch_rows"):
+        Ridge(A, b, alpha=1.0).solve("rfd", sketch_rows=100)
+    res = Ridge(A, b, alpha=1.0).solve("pcg-rfd", m=10, sketch_rows=100, max_iter=100)
+    assert res.certified and res.extra["sketch_rows"] == 100

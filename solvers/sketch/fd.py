@@ -101,6 +101,7 @@ class FrequentDirections:
         self.buffer_rows = check_int(ell, "buffer_rows", type(self).__name__, low=self.m + 1)
         self._buf: np.ndarray | None = None
         self._nfill = 0
+        self._kept2: np.ndarray | None = None  # squared norms of the orthogonal leading rows
         self._delta_sum = 0.0
         self.n_rows_seen_ = 0
         self.frob2_ = 0.0
@@ -131,7 +132,7 @@ class FrequentDirections:
             )
         self.frob2_ += float(np.einsum("ij,ij->", X, X))
         self.n_rows_seen_ += X.shape[0]
-        with _blas_limit(self.blas_threads):
+        with blas_limit(self.blas_threads):
             self._insert(X)
         return self
 
@@ -166,7 +167,7 @@ class FrequentDirections:
             raise DataError(
                 f"The 'other' sketch has {rows.shape[1]} features; this one {self._buf.shape[1]}."
             )
-        with _blas_limit(self.blas_threads):
+        with blas_limit(self.blas_threads):
             self._insert(rows)
         self._delta_sum += other._delta_sum
         self.n_rows_seen_ += other.n_rows_seen_
@@ -216,13 +217,14 @@ class FrequentDirections:
         assert buf is not None
         Bf = buf[: self._nfill]
         if self.shrink == "gram":
-            new, delta = _shrink_gram(Bf, self.m)
+            new, delta, kept2 = _shrink_gram(Bf, self.m, self._kept2)
         else:
-            new, delta = _shrink_svd(Bf, self.m)
+            new, delta, kept2 = _shrink_svd(Bf, self.m)
         k = new.shape[0]
         buf[:k] = new
         buf[k: self._nfill] = 0.0
         self._nfill = k
+        self._kept2 = kept2
         self._delta_sum += delta
         self.n_shrinks_ += 1
 
@@ -249,7 +251,7 @@ class RobustFD(FrequentDirections):
 _CONTROLLER: list = []
 
 
-def _blas_limit(threads: int | None):
+def blas_limit(threads: int | None):
     """A context limiting BLAS to ``threads`` (via threadpoolctl if installed), else a no-op.
 
     A shrink is a few small dense products and a 2m x 2m eigendecomposition (dominated by the
@@ -273,10 +275,31 @@ def _blas_limit(threads: int | None):
     return ctl.limit(limits=threads, user_api="blas")
 
 
-def _shrink_gram(B: np.ndarray, m: int) -> tuple[np.ndarray, float]:
-    """FD shrink through ``eigh(B B')``; returns (new nonzero rows, delta)."""
-    G = B @ B.T
-    lam, U = scipy.linalg.eigh(G, driver="evd", overwrite_a=True, check_finite=False)
+def _gram(B: np.ndarray, kept2: np.ndarray | None) -> np.ndarray:
+    """The lower triangle of ``G = B B'`` (ell x ell); the upper triangle is left unset.
+
+    When the first ``k = len(kept2)`` rows of B are a previous shrink's output they are mutually
+    orthogonal with squared norms ``kept2`` (``U_k' G U_k = diag(lam - delta)``), so only the new
+    rows' products ``N B_old'`` and ``N N'`` are computed: about half the work of ``B B'``.
+    """
+    k = 0 if kept2 is None else kept2.shape[0]
+    if k == 0:
+        return B @ B.T
+    N = B[k:]
+    G = np.empty((B.shape[0], B.shape[0]), dtype=B.dtype)
+    G[:k, :k] = np.diag(kept2)
+    np.matmul(N, B[:k].T, out=G[k:, :k])
+    np.matmul(N, N.T, out=G[k:, k:])
+    return G
+
+
+def _shrink_gram(B: np.ndarray, m: int, kept2: np.ndarray | None = None
+                 ) -> tuple[np.ndarray, float, np.ndarray]:
+    """FD shrink through ``eigh(B B')``; returns (new nonzero rows, delta, their squared
+    norms ``lam - delta``)."""
+    G = _gram(B, kept2)
+    lam, U = scipy.linalg.eigh(G, lower=True, driver="evd", overwrite_a=True,
+                               check_finite=False)
     lam = lam[::-1]
     U = U[:, ::-1]
     lam = np.maximum(lam, 0.0)
@@ -284,16 +307,16 @@ def _shrink_gram(B: np.ndarray, m: int) -> tuple[np.ndarray, float]:
     keep = lam > delta
     k = int(np.count_nonzero(keep))
     if k == 0:
-        return np.zeros((0, B.shape[1])), delta
+        return np.zeros((0, B.shape[1]), dtype=B.dtype), delta, np.zeros(0, dtype=B.dtype)
     scale = np.sqrt((lam[:k] - delta) / lam[:k])
-    return (U[:, :k] * scale).T @ B, delta
+    return (U[:, :k] * scale).T @ B, delta, (lam[:k] - delta).astype(B.dtype)
 
 
-def _shrink_svd(B: np.ndarray, m: int) -> tuple[np.ndarray, float]:
-    """FD shrink through ``svd(B)``; returns (new nonzero rows, delta)."""
+def _shrink_svd(B: np.ndarray, m: int) -> tuple[np.ndarray, float, np.ndarray]:
+    """FD shrink through ``svd(B)``; returns (new nonzero rows, delta, their squared norms)."""
     _, S, Vt = np.linalg.svd(B, full_matrices=False)
     lam = S * S
     delta = float(lam[m - 1]) if lam.shape[0] >= m else 0.0
     keep = lam > delta
     k = int(np.count_nonzero(keep))
-    return np.sqrt(lam[:k] - delta)[:, None] * Vt[:k], delta
+    return np.sqrt(lam[:k] - delta)[:, None] * Vt[:k], delta, (lam[:k] - delta).astype(B.dtype)

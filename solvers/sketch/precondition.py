@@ -12,7 +12,9 @@ serves the randomized sketches (B = S A gives ``A'S'SA + gamma I``).
 from __future__ import annotations
 
 import numpy as np
+import scipy.linalg
 
+from solvers.sketch.fd import blas_limit
 from solvers.validation import check_array, check_positive
 
 
@@ -39,7 +41,8 @@ class SketchPreconditioner:
     def __init__(self, B: np.ndarray, shift: float) -> None:
         B = check_array(B, "B")
         self.shift_ = check_positive(shift, "shift", "SketchPreconditioner")
-        _, s, Vt = np.linalg.svd(B, full_matrices=False)
+        with blas_limit(1):  # m x d: two BLAS threads made it 4-40x slower under load
+            _, s, Vt = scipy.linalg.svd(B, full_matrices=False, check_finite=False)
         keep = s > s[0] * 1e-14 if s.size and s[0] > 0 else np.zeros(s.shape, bool)
         self.s2_ = s[keep] ** 2
         self.V_ = np.ascontiguousarray(Vt[keep].T)
