@@ -17,8 +17,9 @@ min_k ||A - A_k||_F^2 / (m - k) against gamma, printed for each data set.
    Cholesky (A'A alone is 3.2 GB).
 
 4. ``--peers``: the side-by-side ratio table (issue 11): ``Ridge(...).solve("pcg-rfd")`` to 1e-10
-   and ``solve()`` vs numpy Cholesky and scikit-learn Ridge (cholesky, lsqr, sparse_cg), whole
-   calls, at d = 1024 (n = 1e5) and d = 4096 (n = 5e4; A is 1.6 GB).
+   (m = 256, the automatic m, and m = 256 sketching every row instead of the default row
+   sample) and ``solve()`` vs numpy Cholesky and scikit-learn Ridge (cholesky, lsqr,
+   sparse_cg), whole calls, at d = 1024 (n = 1e5) and d = 4096 (n = 5e4; A is 1.6 GB).
 
 Usage: python benchmarks/ridge_fd.py [--quick] [--scale] [--no-sag] [--peers]
 Writes benchmarks/out/ridge_fd.md.
@@ -316,6 +317,11 @@ def peer_rows(name: str, A: np.ndarray, b: np.ndarray, gamma: float, m: int) -> 
 
     runs = [(f"Ridge.solve('pcg-rfd', m={m}, tol=1e-10)", False,
              lambda: Ridge(A, b, alpha=gamma).solve("pcg-rfd", m=m, tol=1e-10, max_iter=500)),
+            ("Ridge.solve('pcg-rfd', tol=1e-10) (automatic m)", False,
+             lambda: Ridge(A, b, alpha=gamma).solve("pcg-rfd", tol=1e-10, max_iter=500)),
+            (f"Ridge.solve('pcg-rfd', m={m}, every row sketched)", False,
+             lambda: Ridge(A, b, alpha=gamma).solve("pcg-rfd", m=m, tol=1e-10, max_iter=500,
+                                                    sketch_rows=A.shape[0])),
             ("Ridge.solve() (full)", False, lambda: Ridge(A, b, alpha=gamma).solve()),
             ("numpy Cholesky", True, lambda: numpy_cholesky(A, b, gamma))]
     for solver in ("cholesky", "lsqr", "sparse_cg"):
