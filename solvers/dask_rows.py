@@ -254,17 +254,26 @@ def _sums(x, y, s, lab, K: int) -> np.ndarray:
     return np.column_stack([W, SX, SY])
 
 
-def _evaluate(x, y, s, lab, beta, b, K: int, tol: float, quantile: float) -> np.ndarray:
-    """[E, pos (K), neg (K), sum |r| per (cluster, r > 0) (2K), count per key (2K)]."""
+def _evaluate(x, y, s, lab, beta, b, K: int, tol: float, quantile: float,
+              means: bool) -> np.ndarray:
+    """[E, pos (K), neg (K), count per (cluster, r > 0) (2K)] and with ``means`` the sums of
+    |r| per (cluster, r > 0) (2K) of the "refine" split."""
     from solvers.aid.lad import check_loss
 
     r = _resid(x, y, beta, b)
     key = 2 * lab + (r > 0)
-    return np.concatenate([[check_loss(r, s, quantile)],
-                           np.bincount(lab, weights=(r > tol), minlength=K),
-                           np.bincount(lab, weights=(r < -tol), minlength=K),
-                           np.bincount(key, weights=np.abs(r), minlength=2 * K),
-                           np.bincount(key, minlength=2 * K)])
+    parts = [[check_loss(r, s, quantile)], np.bincount(lab, weights=(r > tol), minlength=K),
+             np.bincount(lab, weights=(r < -tol), minlength=K), np.bincount(key, minlength=2 * K)]
+    if means:
+        parts.append(np.bincount(key, weights=np.abs(r), minlength=2 * K))
+    return np.concatenate(parts)
+
+
+def _side_abs_sums(x, y, lab, beta, b, K: int) -> np.ndarray:
+    """sum |r| per (cluster, r > 0) (2K): the means of the "refine" split."""
+    r = _resid(np.asarray(x), np.asarray(y), beta, b)
+    lab = np.asarray(lab)
+    return np.bincount(2 * lab + (r > 0), weights=np.abs(r), minlength=2 * K)
 
 
 def _split_codes(x, y, s, lab, beta, b, mixed_pos, mean, P: int) -> tuple[np.ndarray, np.ndarray]:
@@ -1013,17 +1022,19 @@ class DaskLadRows:
         return self._factors[0] * self.stats["yabs"]
 
     def evaluate(self, beta: np.ndarray, b: float, agg: Any, tol: float,
-                 quantile: float) -> tuple[float, np.ndarray, tuple]:
+                 quantile: float, means: bool = True) -> tuple[float, np.ndarray, tuple]:
         """``(E, mixed, state)`` in one pass (one graph), which also applies the last split to
-        the labels and keeps them beside the chunks; ``state`` carries what ``split`` needs."""
+        the labels and keeps them beside the chunks; ``state`` carries what ``split`` needs:
+        the per-side counts, and with ``means`` (the "refine" split) the per-side sums of
+        |r|, which otherwise a split computes by a pass of its own when it needs them."""
         K = agg.n_clusters
         lab = agg.labels.to_delayed(optimize_graph=False).ravel()
-        parts = [dask.delayed(_evaluate)(x, y, s, q, beta, b, K, tol, quantile)
+        parts = [dask.delayed(_evaluate)(x, y, s, q, beta, b, K, tol, quantile, means)
                  for (x, y, s), q in zip(self._blocks, lab, strict=True)]
         agg.labels, total = dask.persist(agg.labels, tree_sum(parts), optimize_graph=False)
         out = np.asarray(total.compute())
-        pos, neg = out[1:K + 1], out[K + 1:2 * K + 1]
-        tot, cnt = out[2 * K + 1:4 * K + 1], out[4 * K + 1:]
+        pos, neg, cnt = out[1:K + 1], out[K + 1:2 * K + 1], out[2 * K + 1:4 * K + 1]
+        tot = out[4 * K + 1:] if means else None
         return float(out[0]), (pos > 0) & (neg > 0), (beta, b, tot, cnt)
 
     split_codes = staticmethod(_split_codes)
@@ -1040,6 +1051,11 @@ class DaskLadRows:
         mixed_ids = np.flatnonzero(mixed)
         mixed_pos = np.full(K, -1, dtype=np.int64)
         mixed_pos[mixed_ids] = np.arange(mixed_ids.shape[0])
+        if refine and tot is None:
+            tot = np.asarray(tree_sum([dask.delayed(_side_abs_sums)(x, y, lab, beta, b, K)
+                                       for (x, y, _), lab in zip(self._blocks,
+                                                                 blocks(agg.labels),
+                                                                 strict=True)]).compute())
         with np.errstate(invalid="ignore", divide="ignore"):
             mean = tot / cnt if refine else None
         parts = [dask.delayed(self.split_codes)(x, y, s, lab, beta, b, mixed_pos, mean, P)

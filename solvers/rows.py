@@ -240,8 +240,9 @@ class LadRows:
         return lad_residual(self.X, self.y, beta, b)
 
     def evaluate(self, beta: np.ndarray, b: float, agg: Any, tol: float,
-                 quantile: float) -> tuple[float, np.ndarray, np.ndarray]:
-        """``(E, mixed, r)``: the objective, the mixed clusters and the residuals."""
+                 quantile: float, means: bool = True) -> tuple[float, np.ndarray, np.ndarray]:
+        """``(E, mixed, r)``: the objective, the mixed clusters and the residuals (``means``
+        is for the Dask twin; in memory the split reads r)."""
         from solvers.aid.aggregation import mixed_clusters
         from solvers.aid.lad import check_loss
 

@@ -157,3 +157,17 @@ def test_chunk_statistics_flag_like_the_masks_and_give_the_column_ranges(bad):
         assert np.array_equal(st["cmin"], x.min(axis=0))
         assert np.array_equal(st["cmax"], x.max(axis=0))
         assert st["yabs"] == np.abs(y).max() and st["sy"] == pytest.approx(np.abs(y).sum())
+
+
+def test_near_split_of_an_evenly_mixed_cluster_on_dask_equals_in_memory(client):
+    """One cluster holding every row is half misfits: "near" splits it 4-way (the coarse
+    path), whose per-side means the Dask run gets from a pass of its own."""
+    X, y = _data(n=4000)
+    labels = np.zeros(4000, dtype=np.int64)
+    opts = dict(init=labels, split="near", lp="ipm")
+    mem = aid_lad(X, y, **opts)
+    dsk = aid_lad(*_chunked(X, y), init=da.from_array(labels, chunks=750), split="near",
+                  lp="ipm")
+    _same(dsk, mem)
+    assert dsk.iterations == mem.iterations >= 2
+    assert dsk.extra["history"][1]["clusters"] == mem.extra["history"][1]["clusters"] == 4

@@ -431,7 +431,8 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
     else:
         kind = SiftedLadLP if warm_start and sift else AggregatedLadLP
         lp = kind(_with_intercept(agg, fit_intercept), agg.SY, box=box)
-    ev = _Evaluation(data, agg, tol, quantile, box, screen=lp_solver == "simplex")
+    ev = _Evaluation(data, agg, tol, quantile, box, screen=lp_solver == "simplex",
+                     means=rule == "refine")
     st: dict[str, Any] = dict(history=[], E_best=np.inf, F=-np.inf, best=None, lp_time=0.0,
                               termination=TerminationCondition.ITERATION_LIMIT, raw="")
     for it in range(1, max_iter + 1):
@@ -510,8 +511,9 @@ class _Evaluation:
     """
 
     def __init__(self, data, agg: Aggregate, tol: float, quantile: float,
-                 box: tuple[float, float], screen: bool = True) -> None:
+                 box: tuple[float, float], screen: bool = True, means: bool = True) -> None:
         self.data, self.tol, self.quantile, self.box = data, tol, quantile, box
+        self.means = means  # on Dask: each pass also sums |r| per side ("refine" splits)
         self.n = data.n if hasattr(data, "n") else data.y.shape[0]
         self.r: Any = None
         self.rows_evaluated = 0
@@ -529,7 +531,8 @@ class _Evaluation:
         p, K, tol = agg.SX.shape[1], agg.n_clusters, self.tol
         beta, b = coef[:p], (coef[p] if coef.shape[0] > p else 0.0)
         if self.screen is None:
-            E, mixed, self.r = self.data.evaluate(beta, b, agg, tol, self.quantile)
+            E, mixed, self.r = self.data.evaluate(beta, b, agg, tol, self.quantile,
+                                                  self.means)
             self.rows_evaluated = self.n
             return E, mixed, True
         safe = None if full else self.screen.safe(coef, tol)
