@@ -399,6 +399,19 @@ def _extremes(y, alpha, lo, up, grad, act, n_act):
     return gmax, gmin
 
 
+@numba.njit(cache=True, inline="always")
+def _grad_update(grad, col_i, col_j, dai, daj, act, n_act):
+    """grad_t += dai Q_ti + daj Q_tj on the active rows; with every row active (act is then the
+    identity) in one contiguous loop that vectorizes."""
+    if n_act == grad.shape[0]:
+        for t in range(n_act):
+            grad[t] += col_i[t] * dai + col_j[t] * daj
+        return
+    for k in range(n_act):
+        t = act[k]
+        grad[t] += col_i[t] * dai + col_j[t] * daj
+
+
 # ---------------------------------------------------------------- the solver loop
 @numba.njit(cache=True)
 def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, slot_of, col_in, sgen, tick, clock,
@@ -582,9 +595,7 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, slot_of, col_in, sgen, tic
             break
         alpha[i] = ai_new
         alpha[j] = aj_new
-        for k in range(n_act):
-            t = act[k]
-            grad[t] += col_i[t] * dai + col_j[t] * daj
+        _grad_update(grad, col_i, col_j, dai, daj, act, n_act)
         if ent:
             beta[i] = bi_new
             beta[j] = bj_new

@@ -207,6 +207,7 @@ def solve_klr_problem(
     res.iterations = iters
     res.extra["stopping_rule"] = stopping_rule(sol.violation, tol_met, tol, rounds, cert)
     res.extra["history"] = joined_history(runs)
+    res.extra["kernel_evals"] = sum(r.kernel_evals for r in runs)
     res.raw_status = (f"violation {sol.violation:.3e} (tol {tol_met:.0e}) after {iters} "
                       f"iterations, relative gap {cert.gap:.1e}")
     return res
