@@ -74,10 +74,15 @@ class NumpyRows:
         r = self.A @ x - b
         return self.A.T @ r, float(r @ r)
 
-    def normal_matvec(self, p: np.ndarray, block: int = 256) -> tuple[np.ndarray, np.ndarray]:
-        """``(A'A p, A p)`` in one pass: per block of ``block`` rows (about 2 MB at d = 1024,
-        in cache), ``A_j p`` then ``A_j'(A_j p)``; 1.35x faster than two sweeps at n = 1e5."""
+    def normal_matvec(self, p: np.ndarray, block: int | None = None
+                      ) -> tuple[np.ndarray, np.ndarray]:
+        """``(A'A p, A p)`` in one pass: per block of ``block`` rows (default: 2 MB of rows,
+        256 at d = 1024, 64 at d = 4096, so the block is still in cache), ``A_j p`` then
+        ``A_j'(A_j p)``; 1.35x faster than two sweeps at n = 1e5, d = 1024 (at d = 4096 a
+        fixed 256-row block, 8 MB, was 2x slower than two sweeps)."""
         A = self.A
+        if block is None:
+            block = max(1, 2**21 // (A.itemsize * A.shape[1]))
         Ap = np.empty(A.shape[0], dtype=np.result_type(A, p))
         out = np.zeros(A.shape[1], dtype=Ap.dtype)
         for start in range(0, A.shape[0], block):

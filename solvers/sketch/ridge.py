@@ -355,12 +355,15 @@ def solve_ridge(
 
     rows = pcg_sketch_rows(n, m) if sketch_rows is None and family == "pcg" else sketch_rows
 
+    seen: list[int] = []  # rows the FD sketch saw (a pcg sample: fewer than n)
+
     def fd_sketch() -> tuple[SketchPreconditioner, float]:
         if sketch is None:
             pcg = family == "pcg"
             P, sk = fd_preconditioner(A, gamma, m, robust=robust, block_size=block_size,
                                       dtype=PCG_SKETCH_DTYPE if pcg else "float64",
                                       sample_rows=rows if pcg else None, seed=seed)
+            seen.append(sk.n_rows_seen_)
             return P, sk.rho_
         rho = 0.5 * sketch.delta_sum_ if robust else 0.0
         return SketchPreconditioner(sketch.sketch_, gamma + rho), rho
@@ -401,7 +404,7 @@ def solve_ridge(
     # pcg-fd / pcg-rfd
     P, run.rho = run.timed_sketch(fd_sketch)
     res = run.pcg(P, max_iter)
-    res.extra.update(m=m, sketch_rows=n if sketch is not None else min(rows, n))
+    res.extra.update(m=m, sketch_rows=seen[0] if seen else n)
     return res
 
 
