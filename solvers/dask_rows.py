@@ -380,6 +380,12 @@ def _concat(*parts: np.ndarray) -> np.ndarray:
 
 SELECT_COLLECT = 200_000
 """Exact selection fetches the rows of the current histogram bin once at most this many."""
+SAMPLE_PER_CHUNK = 4096
+"""The check pass keeps this many evenly spaced (y, s) of each chunk: their quantiles bracket
+the natural scale's quantile, so the first pass over y also fetches the bracket's rows."""
+BRACKET_ROWS = 2_000_000
+"""The sample's bracket is fetched with the first pass only when it should hold at most this
+many rows (else the histogram and its bracket pass, as before)."""
 
 
 def select_by_mass(y: da.Array, w: da.Array, target: float, bins: int = 4096) -> float:
@@ -443,6 +449,8 @@ def _stats(x, y, s, width: int) -> dict:
     out.update(smin=float(s.min()), smax=float(s.max()), ssum=float(s.sum()),
                sy=float(s @ np.abs(y)), ymin=ymin, ymax=ymax, yabs=max(-ymin, ymax))
     out["cmin"], out["cmax"] = column_range(x) if ranges is None else ranges
+    at = np.linspace(0, y.shape[0] - 1, min(y.shape[0], SAMPLE_PER_CHUNK)).astype(np.int64)
+    out["sample"] = np.column_stack([y[at], s[at]])  # evenly spaced rows of the chunk
     return out
 
 
@@ -461,7 +469,8 @@ def _merge_stats(parts: list[dict], p: int) -> dict:
                 ymax=max((q["ymax"] for q in full), default=-inf),
                 yabs=max((q["yabs"] for q in full), default=0.0),
                 cmax=np.max([q["cmax"] for q in full], axis=0) if full else np.zeros(p),
-                cmin=np.min([q["cmin"] for q in full], axis=0) if full else np.zeros(p))
+                cmin=np.min([q["cmin"] for q in full], axis=0) if full else np.zeros(p),
+                sample=np.vstack([q["sample"] for q in full]) if full else np.zeros((0, 2)))
 
 
 def _keep_rows(a: np.ndarray, s: np.ndarray) -> np.ndarray:
@@ -474,9 +483,10 @@ def _gather(x, y, s, local: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndar
 
 
 def _hist_pass(x, y, s, local, lo: float, hi: float, bins: int, unit: bool,
-               loss0: float | None) -> dict:
-    """One chunk: the histogram of :func:`_hist` on [lo, hi] (None: none), the rows ``local``
-    and, when ``loss0`` holds the quantile, ``check_loss(y, s)`` (the loss of the fit 0)."""
+               loss0: float | None, bracket: tuple | None = None) -> dict:
+    """One chunk: the histogram of :func:`_hist` on [lo, hi] (None: none), the rows ``local``,
+    when ``loss0`` holds the quantile ``check_loss(y, s)`` (the loss of the fit 0), and when
+    ``bracket = (a, b, last)`` the :func:`_bracket` of [a, b]."""
     from solvers.aid.lad import check_loss
 
     y = np.asarray(y)
@@ -485,6 +495,8 @@ def _hist_pass(x, y, s, local, lo: float, hi: float, bins: int, unit: bool,
         out["hist"] = _hist(y, np.ones(y.shape[0]) if unit else np.asarray(s), lo, hi, bins)
     if loss0 is not None:
         out["loss0"] = check_loss(y, np.asarray(s), loss0)
+    if bracket is not None:
+        out["bracket"] = _bracket(x, y, s, None, *bracket, unit)
     return out
 
 
@@ -497,8 +509,9 @@ def _bracket(x, y, s, local, a: float, b: float, last: bool, unit: bool) -> dict
     low = y < a
     high = ~(inb | low)
     w = np.ones(int(inb.sum())) if unit else s[inb]
+    Wb = float(s[low].sum())
     return dict(rows=np.column_stack([y[inb], w, s[inb]]),
-                Wb=float(s[low].sum()), Lb=float(s[low] @ (a - y[low])),
+                Wb=Wb, Lb=float(s[low] @ (a - y[low])), Mb=float(low.sum()) if unit else Wb,
                 Wa=float(s[high].sum()), La=float(s[high] @ (y[high] - b)))
 
 
@@ -761,18 +774,56 @@ class DaskLadRows:
         local = None if union is None else _local(union, _chunk_offsets(self.X.chunks[0]))
         unit = st["smin"] == st["smax"] and quantile == 0.5
         bins = 4096 if fit_intercept and known is None else 0
+        targets = self._targets(st, unit, quantile)
+        bracket = self._sample_bracket(st, unit, targets) if bins else None
         parts = self._run(_hist_pass, local, st["ymin"], st["ymax"], bins, unit,
-                          None if fit_intercept or known is not None else quantile)
+                          None if fit_intercept or known is not None else quantile, bracket)
         rows = None
         if union is not None:
             rows = tuple(np.concatenate([q["rows"][i] for q in parts]) for i in range(3))
         if known is None:
             if fit_intercept:
-                known = self._quantile_loss(parts, st, unit, quantile, bins)
+                known = None if bracket is None else self._bracket_loss(
+                    [q["bracket"] for q in parts], bracket[0], bracket[1], None, targets,
+                    quantile)
+                if known is None:  # the sample's bracket missed: histogram, bracket pass
+                    known = self._quantile_loss(parts, st, unit, quantile, bins)
             else:
                 known = float(sum(q["loss0"] for q in parts))
             self._natural[key] = known
         return known, rows
+
+    def _targets(self, st: dict, unit: bool, quantile: float) -> list[float]:
+        """The selection masses of ``weighted_quantile`` (the two middle ranks of the plain
+        median of an even count, whose mean it takes)."""
+        k = self.n // 2
+        if unit:
+            return [k + 1.0] if self.n % 2 else [float(k), k + 1.0]
+        return [quantile * st["ssum"]]
+
+    def _sample_bracket(self, st: dict, unit: bool, targets: list[float]) -> tuple | None:
+        """``(a, b, True)``: the closed bracket [a, b] between the check pass's sample values
+        6 standard deviations of a sample quantile below and above the targets' ranks, or
+        None when it would hold more than :data:`BRACKET_ROWS` rows (or the sample is
+        empty)."""
+        S = st["sample"]
+        if S.shape[0] < 2:
+            return None
+        S = S[np.argsort(S[:, 0], kind="stable")]
+        w = np.ones(S.shape[0]) if unit else S[:, 1]
+        total = self.n if unit else st["ssum"]
+        eff = w.sum() ** 2 / (w @ w)  # Kish's effective sample size
+        f = np.array([min(targets), max(targets)]) / total
+        slack = 6.0 * np.sqrt(f * (1.0 - f) / eff) + 2.0 / eff
+        lo_f, hi_f = max(f[0] - slack[0], 0.0), min(f[1] + slack[1], 1.0)
+        if (hi_f - lo_f) * self.n > BRACKET_ROWS:
+            return None
+        cum = np.cumsum(w) / w.sum()
+        a = float(S[min(int(np.searchsorted(cum, lo_f)), S.shape[0] - 1), 0]) if lo_f > 0 \
+            else st["ymin"]
+        b = float(S[min(int(np.searchsorted(cum, hi_f)), S.shape[0] - 1), 0]) if hi_f < 1 \
+            else st["ymax"]
+        return a, max(b, a), True  # closed: [a, b] (ties at b stay inside)
 
     def _run(self, func, local, *args) -> list:
         """``func(x_j, y_j, s_j, local_j, *args)`` on every chunk, one graph."""
@@ -787,11 +838,7 @@ class DaskLadRows:
         the histogram of ``parts`` brackets the order statistics, one more pass fetches the
         rows of the bracket and the loss pieces around it (more histogram passes, or the
         plain selection, when the bracket is still too full)."""
-        from solvers.aid.lad import check_loss
-
-        k = self.n // 2
-        targets = ([k + 1.0] if self.n % 2 else [float(k), k + 1.0]) if unit else \
-            [quantile * st["ssum"]]
+        targets = self._targets(st, unit, quantile)
         lo, hi, below = st["ymin"], st["ymax"], 0.0
         h = np.sum([q["hist"] for q in parts], axis=0)
         while True:
@@ -811,12 +858,33 @@ class DaskLadRows:
                         self._run(_hist_pass, None, lo, hi, bins, unit, None)], axis=0)
         last = i1 == bins - 1
         got = self._run(_bracket, None, a, b, last, unit)
+        loss = self._bracket_loss(got, a, b, below, targets, quantile)
+        return self._plain_natural(quantile, unit, targets) if loss is None else loss
+
+    @staticmethod
+    def _bracket_loss(got: list, a: float, b: float, below: float | None,
+                      targets: list[float], quantile: float) -> float | None:
+        """``check_loss(y - m, s)`` from the chunks' :func:`_bracket` of [a, b], m the order
+        statistic(s) of ``targets`` (selection mass). ``below`` is the mass of the rows under
+        a when a histogram chose the bracket (it holds the targets, barring round-off in the
+        masses: the last row is taken then); None for a bracket from the sample, whose rows
+        must be seen to hold the targets (else None is returned)."""
+        from solvers.aid.lad import check_loss
+
         R = np.concatenate([q["rows"] for q in got])
+        strict = below is None
+        if strict:
+            below = float(sum(q["Mb"] for q in got))
+            if not all(below < t for t in targets):
+                return None
         if R.shape[0] == 0:
-            return self._plain_natural(quantile, unit, targets)
+            return None
         R = R[np.argsort(R[:, 0], kind="stable")]
         cum = below + np.cumsum(R[:, 1])
-        vals = [float(R[min(int(np.searchsorted(cum, t)), R.shape[0] - 1), 0]) for t in targets]
+        at = [int(np.searchsorted(cum, t)) for t in targets]
+        if strict and max(at) >= R.shape[0]:
+            return None
+        vals = [float(R[min(i, R.shape[0] - 1), 0]) for i in at]
         m = float(np.mean(vals)) if len(vals) == 2 else vals[0]
         pieces = {f: float(sum(q[f] for q in got)) for f in ("Wb", "Lb", "Wa", "La")}
         return (check_loss(R[:, 0] - m, R[:, 2], quantile)

@@ -88,9 +88,10 @@ class _Counter:
 
 
 def test_passes_per_iteration_and_before_the_first(client):
-    """Before the first LP: check, histogram + subsamples, quantile bracket, initial codes
-    (each one graph; the codes' sums are fetched by a fifth, which runs nothing). Per
-    iteration: evaluate and split, each one graph plus the fetch of its small result."""
+    """Before the first LP: check (with a sample of y), histogram + subsamples + the sample's
+    quantile bracket, initial codes (each one graph; the codes' sums are fetched by a fourth,
+    which runs nothing). Per iteration: evaluate and split, each one graph plus the fetch of
+    its small result."""
     X, y = _data(n=4000)
     mem = aid_lad(X, y, n_clusters=80, init="band")
     c = _Counter()
@@ -100,7 +101,7 @@ def test_passes_per_iteration_and_before_the_first(client):
                       callback=lambda it, h, lab: marks.append(c.graphs))
     _same(dsk, mem)
     assert dsk.iterations >= 3
-    assert marks[0] <= 5
+    assert marks[0] <= 4
     assert np.all(np.diff(marks) == 4)
 
 
@@ -171,3 +172,52 @@ def test_near_split_of_an_evenly_mixed_cluster_on_dask_equals_in_memory(client):
     _same(dsk, mem)
     assert dsk.iterations == mem.iterations >= 2
     assert dsk.extra["history"][1]["clusters"] == mem.extra["history"][1]["clusters"] == 4
+
+
+def _natural_cases():
+    rng = np.random.default_rng(11)
+    y = rng.laplace(size=5001) * 3 + 100.0
+    yield "odd, unit weights", y, None, 0.5
+    yield "even, unit weights", y[:5000], None, 0.5
+    yield "weights, tau 0.1", y, rng.uniform(0.1, 5.0, 5001), 0.1
+    yield "weights, tau 0.9", y, rng.uniform(0.1, 5.0, 5001), 0.9
+    yield "ties", np.round(y), None, 0.5
+    yield "sorted rows", np.sort(y), rng.uniform(0.5, 2.0, 5001), 0.3
+
+
+@pytest.mark.parametrize("case", list(_natural_cases()), ids=lambda c: c[0])
+def test_natural_scale_from_the_sample_bracket_is_exact_in_one_pass(client, case):
+    """The check pass's evenly spaced sample brackets the quantile; the next pass fetches the
+    bracket with the histogram: the natural scale equals the in-memory one, no extra pass."""
+    from solvers.aid.lad import lad_natural_scale
+    from solvers.dask_rows import DaskLadRows
+
+    _, y, s, tau = case
+    X = np.random.default_rng(1).standard_normal((y.shape[0], 2))
+    sd = None if s is None else da.from_array(s, chunks=1000)
+    rows = DaskLadRows.checked(da.from_array(X, chunks=(1000, 2)), da.from_array(y, chunks=1000),
+                               sd, True)
+    c = _Counter()
+    with dask.config.set(scheduler=c):
+        got = rows.natural_scale(True, tau)
+    want = lad_natural_scale(y, np.ones_like(y) if s is None else s, True, tau)
+    assert got == pytest.approx(want, rel=1e-13)
+    assert c.graphs == 1
+
+
+def test_natural_scale_when_the_sample_bracket_misses(client, monkeypatch):
+    """A bracket too narrow to hold the quantile is detected; the histogram path answers."""
+    import solvers.dask_rows as dr
+    from solvers.aid.lad import lad_natural_scale
+
+    y = np.random.default_rng(5).standard_normal(4000)
+    rows = dr.DaskLadRows.checked(da.from_array(np.ones((4000, 1)), chunks=(1000, 1)),
+                                  da.from_array(y, chunks=1000), None, True)
+    med = float(np.median(y))
+    monkeypatch.setattr(dr.DaskLadRows, "_sample_bracket",
+                        lambda self, st, unit, targets: (med + 0.5, med + 1.0, False))
+    c = _Counter()
+    with dask.config.set(scheduler=c):
+        got = rows.natural_scale(True, 0.5)
+    assert got == pytest.approx(lad_natural_scale(y, np.ones(4000), True), rel=1e-13)
+    assert c.graphs >= 2
