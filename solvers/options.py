@@ -278,9 +278,18 @@ SMO_SVM = table(
     _max_iter(10_000_000, "SMO steps (ITERATION_LIMIT when reached)"), _ALPHA0, _CACHE_DTYPE,
     _REFINE, _verbose(),
 )
+BLOCK_SVM_SOLVERS = ("highs", "ipm-nystroem", "ipm-cholesky")  # = block.SVM_SUBSOLVERS
 BLOCK_SVM = table(
     _Q, _tol(1e-3, _SMO_TOL, "tau"), _CACHE_MB,
-    _max_iter(100_000, "block steps (ITERATION_LIMIT when reached)"), _REFINE, _verbose(),
+    _max_iter(100_000, "block steps (ITERATION_LIMIT when reached)"), _REFINE,
+    Option("solver", "choice", "highs",
+           "QP solver of the block subproblems: 'highs' (active set), 'ipm-nystroem' (interior "
+           "point, Newton systems by CG preconditioned with a Nystroem approximation of Q_BB "
+           "plus the barrier diagonal; faster than HiGHS only for large q and a fast-decaying "
+           "kernel spectrum) or 'ipm-cholesky' (the same interior point, dense Cholesky Newton "
+           "solves)",
+           choices=BLOCK_SVM_SOLVERS),
+    _verbose(),
 )
 SMO_KLR = table(
     _tol(1e-6, _SMO_TOL, "tau"), _CACHE_MB, _SHRINKING,

@@ -11,7 +11,11 @@ is chosen and the dual is minimised over alpha_B with alpha_N fixed::
   (balanced top violators; filled from the other side when one side is short). q = 2 gives
   the maximal violating pair (first-order SMO).
 * SVM subproblem (h = 0): a convex QP solved by HiGHS (highspy) with
-  ``qp_regularization_value = 0`` so the answer is the QP's own optimum.
+  ``qp_regularization_value = 0`` so the answer is the QP's own optimum (``solver="highs"``,
+  the default), or by the interior point of :mod:`solvers.sketch.kernel_block`, whose Newton
+  systems are solved by CG preconditioned with a Nystroem approximation of Q_BB plus the
+  barrier diagonal (``solver="ipm-nystroem"``) or by a dense Cholesky factor of it
+  (``"ipm-cholesky"``); relative gap SUBPROBLEM_IPM_TOL.
 * KLR subproblem: CVXPY with the exponential cone (``entr``), Clarabel by default or ECOS.
 * Each subproblem answer is put back exactly on y_B'alpha_B = rhs inside the box and polished
   by two-variable SMO steps on the block (:func:`_polish`): interior-point answers stop short
@@ -109,6 +113,21 @@ def _qp_highs(Qbb, c, yb, rhs, lo, up) -> np.ndarray:
     if status != highspy.HighsModelStatus.kOptimal:
         raise RuntimeError(f"HiGHS QP subproblem ended with {h.modelStatusToString(status)}")
     return np.clip(np.array(h.getSolution().col_value), lo, up)
+
+
+SVM_SUBSOLVERS = ("highs", "ipm-nystroem", "ipm-cholesky")
+SUBPROBLEM_IPM_TOL = 1e-10
+"""Relative gap at which the interior-point subproblem stops (the polish takes it from there)."""
+
+
+def _qp_ipm(Qbb, c, yb, rhs, lo, up, linear_solver: str = "cg") -> np.ndarray:
+    """The same QP by the interior point, its Newton systems by Nystroem-preconditioned CG
+    (``linear_solver="cg"``) or a dense Cholesky factor; the answer is kept at its step limit
+    (the polish and the block loop's stall rule decide)."""
+    from solvers.sketch.kernel_block import ipm_block_qp  # the sketch package loads only here
+
+    return ipm_block_qp(Qbb, c, yb, rhs, lo, up, tol=SUBPROBLEM_IPM_TOL, strict=False,
+                        linear_solver=linear_solver)
 
 
 def _entropy_cvxpy(Qbb, c, yb, rhs, lo, up, Cb, solver: str) -> np.ndarray:
@@ -213,7 +232,11 @@ def _block_loop(qmat: QMatrix, y, lo, up, lin, cent, start: BlockState, q, tol, 
         if ent:
             newB = _entropy_cvxpy(Qbb, c, y[B], rhs, lo[B], up[B], cent[B], solver)
         else:
-            newB = _qp_highs(Qbb, c, y[B], rhs, lo[B], up[B])
+            if solver == "highs":
+                newB = _qp_highs(Qbb, c, y[B], rhs, lo[B], up[B])
+            else:
+                newB = _qp_ipm(Qbb, c, y[B], rhs, lo[B], up[B],
+                               "cg" if solver == "ipm-nystroem" else "cholesky")
         newB = restore_sum(np.clip(newB, lo[B], up[B]), y[B], rhs, lo[B], up[B])
         newB, solved = _polish(Qbb, c, y[B], lo[B], up[B], cent[B] if ent else None, newB,
                                0.1 * tol)
@@ -274,9 +297,13 @@ def block_svm(
     cache_mb: float = 200.0,
     max_iter: int = 100_000,
     refine: bool = True,
+    solver: str = "highs",
     verbose: bool = False,
 ) -> SolveResult:
-    """Weighted SVM dual by block decomposition with HiGHS QP subproblems of size ``q``.
+    """Weighted SVM dual by block decomposition with QP subproblems of size ``q``, solved by
+    HiGHS (``solver="highs"``) or the interior point of
+    :func:`solvers.sketch.kernel_block.ipm_block_qp` with Nystroem-preconditioned CG
+    (``"ipm-nystroem"``) or dense Cholesky (``"ipm-cholesky"``) Newton solves.
 
     Same problem, certificate rule (``refine``: continue with ``tol / 10`` until the relative
     duality gap is within CERTIFICATE_TOL; OPTIMAL only then, else CONVERGED) and result
@@ -292,6 +319,7 @@ def block_svm(
     tol = check_positive(tol, "tol", f)
     q = check_int(q, "q", f, low=2)
     max_iter = check_int(max_iter, "max_iter", f)
+    solver = check_choice(solver, "solver", f, SVM_SUBSOLVERS)
     up = C * check_sample_weight(sample_weight, X.shape[0])
     lo = np.zeros_like(up)
     lin = -np.ones_like(up)
@@ -299,8 +327,8 @@ def block_svm(
     start = _start_state(qmat, np.zeros_like(up), lin, None)
 
     def run(prev: BlockState | None, tol_: float, budget: int) -> BlockState:
-        return _block_loop(qmat, y_pm, lo, up, lin, None, prev or start, q, tol_, budget, None,
-                           verbose, lambda st: certificate(st).holds)
+        return _block_loop(qmat, y_pm, lo, up, lin, None, prev or start, q, tol_, budget,
+                           solver, verbose, lambda st: certificate(st).holds)
 
     def certificate(st: BlockState) -> Certificate:
         b_ = svm_best_intercept(st.grad, y_pm, up)
@@ -315,7 +343,7 @@ def block_svm(
     return SolveResult(
         termination=term, solution_status=sol_status, objective=cert.objective, x=st.alpha,
         bound=cert.bound, gap=cert.gap, scale=cert.scale, iterations=it,
-        solve_time=time.perf_counter() - t0, solver="highs", strategy=f"block(q={q})",
+        solve_time=time.perf_counter() - t0, solver=solver, strategy=f"block(q={q})",
         raw_status=f"{st.status}: violation {m_up - m_low:.3e} (tol {tol_met:.0e}), "
         f"relative gap {cert.gap:.1e}",
         extra={"b": cert.b, "b_free_average": free_average_b(st.alpha, st.grad, y_pm, lo, up,
