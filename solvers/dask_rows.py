@@ -269,6 +269,55 @@ def _evaluate(x, y, s, lab, beta, b, K: int, tol: float, quantile: float,
     return np.concatenate(parts)
 
 
+def _evaluate_fetch(x, y, s, lab, beta, b, K: int, tol: float, quantile: float, means: bool,
+                    guess: tuple | None, cap: int) -> tuple[np.ndarray, tuple | None]:
+    """:func:`_evaluate`, and with ``guess = (cand, minority_pos)`` the rows of the candidate
+    clusters on their guessed minority side (r > 0 when ``minority_pos``) as (positions in
+    the chunk, [1, s, s x, s y], clusters): what ``split_near`` would fetch, taken in the same
+    pass; None when there are none to guess or more than ``cap`` of them."""
+    x, y, s, lab = np.asarray(x), np.asarray(y), np.asarray(s), np.asarray(lab)
+    vec = _evaluate(x, y, s, lab, beta, b, K, tol, quantile, means)
+    if guess is None:
+        return vec, None
+    r = _resid(x, y, beta, b)
+    cand, minority_pos = guess
+    at = np.flatnonzero(cand[lab] & ((r > 0) == minority_pos[lab]))
+    if at.shape[0] > cap:
+        return vec, None
+    xs, ss = x[at], s[at]
+    return vec, (at, np.column_stack([np.ones(at.shape[0]), ss, xs * ss[:, None], ss * y[at]]),
+                 lab[at])
+
+
+def _near_apply_at(lab: np.ndarray, at: list, offsets: np.ndarray, block_info=None
+                   ) -> np.ndarray:
+    """A chunk's labels after ``split_near`` from prefetched rows: rows ``at[chunk]`` get
+    ``offsets[chunk] + 0, 1, ...``."""
+    j = block_info[0]["chunk-location"][0]
+    out = np.array(lab, dtype=np.int64, copy=True)
+    out[at[j]] = offsets[j] + np.arange(at[j].shape[0])
+    return out
+
+
+def _prefetched(pre: tuple | None, fine: np.ndarray, minority_pos: np.ndarray
+                ) -> tuple[list, list] | None:
+    """The rows ``split_near`` needs, from the evaluate pass's prefetch, when its guess was
+    right for every cluster to split (each a candidate, its minority side as guessed):
+    (per chunk the positions, per chunk ([1, s, s x, s y], clusters)); else None."""
+    if pre is None:
+        return None
+    (cand, guess_pos), fetched = pre
+    ids = np.flatnonzero(fine)
+    if not (cand[ids].all() and np.array_equal(guess_pos[ids], minority_pos[ids])):
+        return None
+    at, rest = [], []
+    for pos, rows, lab in fetched:
+        keep = fine[lab]
+        at.append(pos[keep])
+        rest.append((rows[keep], lab[keep]))
+    return at, rest
+
+
 def _side_abs_sums(x, y, lab, beta, b, K: int) -> np.ndarray:
     """sum |r| per (cluster, r > 0) (2K): the means of the "refine" split."""
     r = _resid(np.asarray(x), np.asarray(y), beta, b)
@@ -383,6 +432,9 @@ SELECT_COLLECT = 200_000
 SAMPLE_PER_CHUNK = 4096
 """The check pass keeps this many evenly spaced (y, s) of each chunk: their quantiles bracket
 the natural scale's quantile, so the first pass over y also fetches the bracket's rows."""
+PREFETCH_ROWS = 2_000_000
+"""The evaluate pass prefetches the guessed minority rows of the candidate clusters (for
+``split_near``) only while a chunk holds at most this many over the number of chunks."""
 BRACKET_ROWS = 2_000_000
 """The sample's bracket is fetched with the first pass only when it should hold at most this
 many rows (else the histogram and its bracket pass, as before)."""
@@ -1090,20 +1142,30 @@ class DaskLadRows:
         return self._factors[0] * self.stats["yabs"]
 
     def evaluate(self, beta: np.ndarray, b: float, agg: Any, tol: float,
-                 quantile: float, means: bool = True) -> tuple[float, np.ndarray, tuple]:
+                 quantile: float, means: bool = True, guess: tuple | None = None
+                 ) -> tuple[float, np.ndarray, tuple]:
         """``(E, mixed, state)`` in one pass (one graph), which also applies the last split to
         the labels and keeps them beside the chunks; ``state`` carries what ``split`` needs:
-        the per-side counts, and with ``means`` (the "refine" split) the per-side sums of
-        |r|, which otherwise a split computes by a pass of its own when it needs them."""
+        the per-side counts, with ``means`` (the "refine" split) the per-side sums of |r|,
+        which otherwise a split computes by a pass of its own when it needs them, and with
+        ``guess = (candidate clusters, their minority side)`` the rows ``split_near`` would
+        fetch if the guess holds (then it needs no pass of its own)."""
         K = agg.n_clusters
         lab = agg.labels.to_delayed(optimize_graph=False).ravel()
-        parts = [dask.delayed(_evaluate)(x, y, s, q, beta, b, K, tol, quantile, means)
+        cap = PREFETCH_ROWS // max(len(self._blocks), 1)
+        parts = [dask.delayed(_evaluate_fetch, nout=2)(x, y, s, q, beta, b, K, tol, quantile,
+                                                       means, guess, cap)
                  for (x, y, s), q in zip(self._blocks, lab, strict=True)]
-        agg.labels, total = dask.persist(agg.labels, tree_sum(parts), optimize_graph=False)
-        out = np.asarray(total.compute())
+        agg.labels, total, fetched = dask.persist(agg.labels, tree_sum([q[0] for q in parts]),
+                                                  [q[1] for q in parts], optimize_graph=False)
+        out, fetched = dask.compute(total, fetched)
+        out = np.asarray(out)
         pos, neg, cnt = out[1:K + 1], out[K + 1:2 * K + 1], out[2 * K + 1:4 * K + 1]
         tot = out[4 * K + 1:] if means else None
-        return float(out[0]), (pos > 0) & (neg > 0), (beta, b, tot, cnt)
+        pre = None
+        if guess is not None and all(f is not None for f in fetched):
+            pre = (guess, fetched)
+        return float(out[0]), (pos > 0) & (neg > 0), (beta, b, tot, cnt, pre)
 
     split_codes = staticmethod(_split_codes)
     """The chunk function of :meth:`split` (a subclass with another score gives its own)."""
@@ -1114,7 +1176,7 @@ class DaskLadRows:
               refine: bool) -> tuple[np.ndarray, np.ndarray]:
         """``split_mixed`` over the chunks: one pass (one graph) for the pieces and their sums;
         the new labels are left lazy, to be applied and kept by the next ``evaluate``."""
-        beta, b, tot, cnt = state
+        beta, b, tot, cnt = state[:4]
         K, P = agg.n_clusters, (4 if refine else 2)
         mixed_ids = np.flatnonzero(mixed)
         mixed_pos = np.full(K, -1, dtype=np.int64)
@@ -1143,7 +1205,7 @@ class DaskLadRows:
         pass and become clusters of one row; the cluster keeps its sums less theirs. Clusters
         where that would be more than ``share`` of the rows are split 4-way by :meth:`split`
         (one more pass). The new labels stay lazy until the next ``evaluate``."""
-        beta, b, _, cnt = state
+        beta, b, _, cnt = state[:4]
         npos, nneg = cnt[1::2], cnt[0::2]
         minority_pos = npos < nneg
         coarse = mixed & (np.where(minority_pos, npos, nneg) > share * (npos + nneg))
@@ -1153,21 +1215,27 @@ class DaskLadRows:
             old1, new1 = self.split(agg, coarse, state, True)
         if not fine.any():
             return old1, new1
+        pre = _prefetched(state[4] if len(state) > 4 else None, fine, minority_pos)
         fine = np.concatenate([fine, np.zeros(agg.n_clusters - fine.shape[0], dtype=bool)])
         minority_pos = np.concatenate([minority_pos, np.zeros(fine.shape[0] -
                                                               minority_pos.shape[0], dtype=bool)])
-        lab = blocks(agg.labels)
-        parts = [dask.delayed(_near_rows, nout=3)(x, y, w, q, beta, b, fine, minority_pos)
-                 for (x, y, w), q in zip(self._blocks, lab, strict=True)]
-        rank = da.concatenate([da.from_delayed(q[0], shape=(r,), dtype=np.int64)
-                               for q, r in zip(parts, self.X.chunks[0], strict=True)])
-        rank, rest = dask.persist(rank, [(q[1], q[2]) for q in parts], optimize_graph=False)
-        (rest,) = dask.compute(rest)
+        K1 = agg.n_clusters
+        if pre is not None:  # the evaluate pass fetched them: no pass here
+            at, rest = pre
+            offsets = K1 + np.concatenate([[0], np.cumsum([q[1].shape[0] for q in rest])[:-1]])
+            agg.labels = da.map_blocks(_near_apply_at, agg.labels, at, offsets, dtype=np.int64)
+        else:
+            lab = blocks(agg.labels)
+            parts = [dask.delayed(_near_rows, nout=3)(x, y, w, q, beta, b, fine, minority_pos)
+                     for (x, y, w), q in zip(self._blocks, lab, strict=True)]
+            rank = da.concatenate([da.from_delayed(q[0], shape=(r,), dtype=np.int64)
+                                   for q, r in zip(parts, self.X.chunks[0], strict=True)])
+            rank, rest = dask.persist(rank, [(q[1], q[2]) for q in parts], optimize_graph=False)
+            (rest,) = dask.compute(rest)
+            offsets = K1 + np.concatenate([[0], np.cumsum([q[1].shape[0] for q in rest])[:-1]])
+            agg.labels = da.map_blocks(_near_apply, agg.labels, rank, offsets, dtype=np.int64)
         rows = np.vstack([q[0] for q in rest])
         from_k = np.concatenate([q[1] for q in rest])
-        K1 = agg.n_clusters
-        offsets = K1 + np.concatenate([[0], np.cumsum([q[1].shape[0] for q in rest])[:-1]])
-        agg.labels = da.map_blocks(_near_apply, agg.labels, rank, offsets, dtype=np.int64)
         out = np.zeros((K1, rows.shape[1]))
         np.add.at(out, from_k, rows)
         agg.W = np.concatenate([agg.W - out[:, 1], rows[:, 1]])

@@ -221,3 +221,34 @@ def test_natural_scale_when_the_sample_bracket_misses(client, monkeypatch):
         got = rows.natural_scale(True, 0.5)
     assert got == pytest.approx(lad_natural_scale(y, np.ones(4000), True), rel=1e-13)
     assert c.graphs >= 2
+
+
+def test_near_split_prefetched_by_the_evaluate_pass(client, monkeypatch):
+    """The pk default: the globs' misfits are fetched by the evaluate pass (no split pass),
+    with the answer and the clusters of the run that fetches them in a pass of its own."""
+    import solvers.aid.lad as lad
+
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((40_000, 3))
+    y = X @ rng.standard_normal(3) + rng.laplace(size=40_000)
+    s = rng.uniform(0.5, 2.0, 40_000)
+
+    def run():
+        c, marks = _Counter(), []
+        with dask.config.set(scheduler=c):
+            res = aid_lad(*_chunked(X, y, rows=10_000),
+                          sample_weight=da.from_array(s, chunks=10_000), quantile=0.3,
+                          callback=lambda it, h, lab: marks.append(c.graphs))
+        return res, marks
+
+    fused, marks = run()
+    monkeypatch.setattr(lad, "near_guess", lambda agg, v: None)
+    plain, marks_plain = run()
+    assert fused.termination is plain.termination is TerminationCondition.CERTIFIED
+    assert fused.objective == plain.objective and np.array_equal(fused.x, plain.x)
+    assert [h["clusters"] for h in fused.extra["history"]] == \
+        [h["clusters"] for h in plain.extra["history"]]
+    assert fused.iterations >= 2
+    assert np.diff(marks).tolist() == [2] * (len(marks) - 1)  # evaluate only
+    assert np.diff(marks_plain).tolist() == [4] * (len(marks_plain) - 1)  # evaluate, split
+    assert np.array_equal(fused.extra["labels"].compute(), plain.extra["labels"].compute())

@@ -67,7 +67,7 @@ import numpy as np
 from solvers.aid.aggregation import Aggregate, aggregate, split_by_rule
 from solvers.aid.certificate import pure_verdict, subproblem_failure
 from solvers.aid.clustering import LAD_METHODS, lad_clusters, pk_start
-from solvers.aid.fn_lp import IpmLadLP
+from solvers.aid.fn_lp import HEAVY, IpmLadLP
 from solvers.aid.lad_lp import AggregatedLadLP, SiftedLadLP, lad_dual_lp, new_highs, quantile_box
 from solvers.aid.scaling import LadScaling, worst_scaled
 from solvers.aid.screening import MarginScreen, pure_part
@@ -399,6 +399,18 @@ def _with_intercept(agg: Aggregate, fit_intercept: bool) -> np.ndarray:
     return np.column_stack([agg.SX, agg.W]) if fit_intercept else agg.SX
 
 
+def near_guess(agg: Aggregate, v: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """For a Dask pass that may precede a "near" split: the heavy clusters (weight above
+    :data:`solvers.aid.fn_lp.HEAVY` times the median; the globs) and the side their misfits
+    are guessed to lie on, r > 0 where v_k < 0 (v_k at the lower bound: the cluster's rows
+    should lie below the hyperplane). None when there are no heavy clusters."""
+    W = agg.W
+    cand = W > HEAVY * np.median(W) if W.shape[0] else np.zeros(0, dtype=bool)
+    if not cand.any():
+        return None
+    return cand, v[:W.shape[0]] < 0.0
+
+
 def _fix_settled(lp: SiftedLadLP, mixed: np.ndarray, v: np.ndarray, coef: np.ndarray) -> None:
     """Fix the pure clusters sitting at a bound (v_k = lo or hi) with a strict reduced cost.
 
@@ -457,6 +469,8 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
         F = dual_bound(SXa, agg.SY, out.v, abs_y, box)
         beta, b = coef[:p], (coef[p] if fit_intercept else 0.0)
         st["F"] = max(st["F"], F)  # every F^t is a valid bound, so is their maximum
+        if rule == "near" and type(data) is not LadRows:
+            ev.guess = near_guess(agg, out.v)
         E, mixed, full = ev.evaluate(agg, SXa, coef)
         if not full and (not mixed.any() or (min(E, st["E_best"]) - st["F"]) / scale_s <= gap_tol):
             E, mixed, full = ev.evaluate(agg, SXa, coef, full=True)  # certifying: every row
@@ -514,6 +528,7 @@ class _Evaluation:
                  box: tuple[float, float], screen: bool = True, means: bool = True) -> None:
         self.data, self.tol, self.quantile, self.box = data, tol, quantile, box
         self.means = means  # on Dask: each pass also sums |r| per side ("refine" splits)
+        self.guess: tuple | None = None  # on Dask: what the pass prefetches (near_guess)
         self.n = data.n if hasattr(data, "n") else data.y.shape[0]
         self.r: Any = None
         self.rows_evaluated = 0
@@ -531,8 +546,9 @@ class _Evaluation:
         p, K, tol = agg.SX.shape[1], agg.n_clusters, self.tol
         beta, b = coef[:p], (coef[p] if coef.shape[0] > p else 0.0)
         if self.screen is None:
+            extra = {} if self.guess is None else {"guess": self.guess}
             E, mixed, self.r = self.data.evaluate(beta, b, agg, tol, self.quantile,
-                                                  self.means)
+                                                  self.means, **extra)
             self.rows_evaluated = self.n
             return E, mixed, True
         safe = None if full else self.screen.safe(coef, tol)
