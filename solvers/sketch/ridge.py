@@ -187,7 +187,8 @@ def fdrr(
 
 # ---------------------------------------------------------------------------- entry point
 DEFAULT_SKETCH_SIZE = 256
-"""The sketch size m when not given is min(DEFAULT_SKETCH_SIZE, d). Measured for PCG-RFD: on
+"""The sketch size m when not given is min(DEFAULT_SKETCH_SIZE, d) (pcg-*: at most that, see
+:func:`pcg_sketch_size`). Measured for PCG-RFD: on
 data whose effective rank is about 0.1 d, m must exceed it (m = 256 took 6 iterations at
 d = 1024, m = 128 took 246); on slowly decaying spectra a smaller m costs few iterations."""
 
