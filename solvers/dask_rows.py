@@ -255,12 +255,13 @@ def _sums(x, y, s, lab, K: int) -> np.ndarray:
 
 
 def _evaluate(x, y, s, lab, beta, b, K: int, tol: float, quantile: float,
-              means: bool) -> np.ndarray:
+              means: bool, r: np.ndarray | None = None) -> np.ndarray:
     """[E, pos (K), neg (K), count per (cluster, r > 0) (2K)] and with ``means`` the sums of
-    |r| per (cluster, r > 0) (2K) of the "refine" split."""
+    |r| per (cluster, r > 0) (2K) of the "refine" split (``r``: the residuals, if known)."""
     from solvers.aid.lad import check_loss
 
-    r = _resid(x, y, beta, b)
+    if r is None:
+        r = _resid(x, y, beta, b)
     key = 2 * lab + (r > 0)
     parts = [[check_loss(r, s, quantile)], np.bincount(lab, weights=(r > tol), minlength=K),
              np.bincount(lab, weights=(r < -tol), minlength=K), np.bincount(key, minlength=2 * K)]
@@ -276,10 +277,10 @@ def _evaluate_fetch(x, y, s, lab, beta, b, K: int, tol: float, quantile: float, 
     the chunk, [1, s, s x, s y], clusters): what ``split_near`` would fetch, taken in the same
     pass; None when there are none to guess or more than ``cap`` of them."""
     x, y, s, lab = np.asarray(x), np.asarray(y), np.asarray(s), np.asarray(lab)
-    vec = _evaluate(x, y, s, lab, beta, b, K, tol, quantile, means)
+    r = _resid(x, y, beta, b)
+    vec = _evaluate(x, y, s, lab, beta, b, K, tol, quantile, means, r)
     if guess is None:
         return vec, None
-    r = _resid(x, y, beta, b)
     cand, minority_pos = guess
     at = np.flatnonzero(cand[lab] & ((r > 0) == minority_pos[lab]))
     if at.shape[0] > cap:
