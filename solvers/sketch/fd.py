@@ -38,8 +38,8 @@ relative, no drift). Measured (2026-12, one BLAS thread, m = 256, d = 1024, per 
 new rows): Gram 4.8 ms (float32 2.7), eigh 29.5 ms (17.9; its eigenvalues alone, i.e. the
 tridiagonal reduction, 14.3 / 12.6), ``U' B`` 4.1 ms (2.7); forming A'A at n = 1e5 took
 1.86 s, so the eigendecompositions alone are ~6x A'A in float64 (~3.8x in float32) and the
-structured Gram moves a whole pass only from 7.0x to 6.8x A'A (float32 4.6x, unchanged within
-noise; n = 2.5e4, interleaved, busy machine). Reaching 3x needs an eigensolver several times
+structured Gram moves a whole pass only from 7.0x to 6.8x A'A in one run and 8.2x to 7.4x in
+another (float32: 4.6x -> 4.6x, 4.2x -> 4.0x; n = 2.5e4, interleaved, busy machine). Reaching 3x needs an eigensolver several times
 cheaper than evd at 2m = 512, e.g. subspace iteration warm-started from the last basis with a
 certified bound on the neglected block (not done: the FD bound needs ``C'C - B_new'B_new`` to
 be PSD with norm <= the delta used, which an approximate basis must prove). Not pursued: a QR
