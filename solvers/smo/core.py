@@ -783,6 +783,7 @@ class ColumnCache:
     miss: np.ndarray  # rows missing from the previous generation's columns
     gbar: np.ndarray  # G_bar at alpha_end
     alpha_end: np.ndarray | None = None  # the alpha the last run ended with
+    box_end: tuple[np.ndarray, np.ndarray] | None = None  # and its box (lower, upper)
 
     @classmethod
     def empty(cls, qmat: QMatrix, n: int, cache_dtype: str) -> ColumnCache:
@@ -798,13 +799,22 @@ class ColumnCache:
         """Whether this cache holds columns of ``qmat`` in the storage asked for."""
         return self.qmat is qmat and self.dtype == cache_dtype
 
-    def gbar_for(self, alpha: np.ndarray) -> bool:
-        """Prepare G_bar for a run from ``alpha``: True when it is kept (``alpha`` is the one the
-        last run ended with), else it is zeroed for the loop to accumulate."""
-        if self.alpha_end is not None and np.array_equal(self.alpha_end, alpha):
+    def gbar_for(self, alpha: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> bool:
+        """Prepare G_bar for a run from ``alpha`` in the box [lower, upper]: True when it is kept
+        (the alpha and box the last run ended with), else it is zeroed for the loop to
+        accumulate."""
+        if (self.alpha_end is not None and self.box_end is not None
+                and np.array_equal(self.alpha_end, alpha)
+                and np.array_equal(self.box_end[0], lower)
+                and np.array_equal(self.box_end[1], upper)):
             return True
         self.gbar[:] = 0.0
         return False
+
+    def ended_at(self, alpha: np.ndarray, lower: np.ndarray, upper: np.ndarray) -> None:
+        """Record the alpha and box that G_bar now belongs to."""
+        self.alpha_end = alpha.copy()
+        self.box_end = (lower.copy(), upper.copy())
 
 
 def termination_of(sol: DualSolution):
@@ -934,7 +944,7 @@ def solve_dual(
     qd = np.ascontiguousarray(qmat.diag(), dtype=float)
     if cache is None or not cache.fits(qmat, cache_dtype):
         cache = ColumnCache.empty(qmat, y.size, cache_dtype)
-    warm = cache.gbar_for(alpha)
+    warm = cache.gbar_for(alpha, lo, up)
     trace_it = np.full(TRACE_LENGTH, -1, dtype=np.int64)
     trace_v = np.zeros(TRACE_LENGTH)
     c = cache
@@ -944,7 +954,7 @@ def solve_dual(
         y, lo, up, lin, ent, cent, alpha, beta, grad, c.gbar, qd,
         float(tol), int(max_iter), bool(shrinking), bool(verbose), trace_it, trace_v,
     )
-    cache.alpha_end = alpha.copy()
+    cache.ended_at(alpha, lo, up)
     m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
     hval, hp = entropy_terms(alpha, cent, beta) if ent else (np.zeros(1), 0.0)
     qa = grad - lin - hp
