@@ -587,42 +587,36 @@ def _initial_codes(x, y, s, beta, b: float, edges: np.ndarray, centre, halve: bo
     return lab, present, _label_sums(x, y, s, lab, size)
 
 
-def _resid_hist(x, y, s, local, beta, b: float, a: float, z: float, bins: int
-                ) -> tuple[int, np.ndarray]:
-    """One chunk: the count of residuals below ``a`` and the histogram of those in [a, z]."""
-    r = _resid(np.asarray(x), np.asarray(y), beta, b)
-    inside = r[(r >= a) & (r <= z)]
-    return int((r < a).sum()), np.histogram(inside, bins=bins, range=(a, z))[0]
-
-
-def _pk_band(x, y, s, beta, b: float, lo: float, hi: float
+def _pk_band(x, y, s, beta, b: float, a: float, z: float
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """One chunk of the "pk" start: its local codes (0 below the band, 1 above, 2 + the rank
-    of a band row in the chunk), [1, s, s x, s y] of its band rows (in row order) and of its
-    two globs (r < lo, r > hi)."""
+    """One chunk of the "pk" start: its local codes (0 below the bracket [a, z], 1 above,
+    2 + the rank of a row inside it), [r, 1, s, s x, s y] of its rows inside the bracket (in
+    row order) and [rows, W, SX, SY] of those below and above."""
     x, y, s = np.asarray(x), np.asarray(y), np.asarray(s)
     r = _resid(x, y, beta, b)
-    below, above = r < lo, r > hi
-    near = ~(below | above)
-    n_near = int(np.count_nonzero(near))
+    below, above = r < a, r > z
+    inside = ~(below | above)
+    n_in = int(np.count_nonzero(inside))
     code = above.astype(np.int64)
-    code[near] = np.arange(2, 2 + n_near)
-    rows = np.column_stack([np.ones(n_near), s[near], x[near] * s[near, None],
-                            s[near] * y[near]])
-    # the globs' sums by two weighted products over the chunk (no copy of its rows)
+    code[inside] = np.arange(2, 2 + n_in)
+    si = s[inside]
+    rows = np.column_stack([r[inside], np.ones(n_in), si, x[inside] * si[:, None],
+                            si * y[inside]])
+    # the rows outside the bracket summed by two weighted products (no copy of them)
     G = np.column_stack([np.where(below, s, 0.0), np.where(above, s, 0.0)])
-    globs = np.column_stack([[np.count_nonzero(below), np.count_nonzero(above)], G.sum(axis=0),
-                             G.T @ x, G.T @ y])
-    return code, rows, globs
+    sides = np.column_stack([[np.count_nonzero(below), np.count_nonzero(above)],
+                             G.sum(axis=0), G.T @ x, G.T @ y])
+    return code, rows, sides
 
 
-def _pk_globalise(code: np.ndarray, glob_ids: np.ndarray, offsets: np.ndarray,
-                  block_info=None) -> np.ndarray:
-    """Global labels from a chunk's local "pk" codes: globs ``glob_ids[0|1]``, band rows
-    ``offsets[chunk] + rank``."""
-    j = block_info[0]["chunk-location"][0]
+def _pk_final(code: np.ndarray, inside_label: np.ndarray, glob_ids: np.ndarray) -> np.ndarray:
+    """A chunk's labels from its "pk" codes: below / above the bracket ``glob_ids[0|1]``, the
+    k-th row inside it ``inside_label[k]``."""
     code = np.asarray(code)
-    return np.where(code < 2, glob_ids[np.minimum(code, 1)], offsets[j] + code - 2)
+    out = glob_ids[np.minimum(code, 1)]
+    hit = code >= 2
+    out[hit] = inside_label[code[hit] - 2]
+    return out
 
 
 def _near_select(x, y, lab, beta, b, fine: np.ndarray, minority_pos: np.ndarray) -> np.ndarray:
@@ -1039,10 +1033,12 @@ class DaskLadRows:
     def _pk_initial(self, plan: dict, rows: tuple, sc: Any, fit_intercept: bool,
                     quantile: float) -> Any:
         """The "pk" start of ``solvers.aid.clustering.pk_start`` over the chunks: the exact fit
-        of the fetched subsample, the band's residual bounds from the quantiles at
-        tau -+ M / (2 n) of a second, held-out subsample (any partition is valid; in memory the
-        bounds are exact order statistics of all rows), then one pass that returns each chunk's
-        band rows (each its own cluster) and the sums of the two globs; the labels stay lazy
+        of the fetched subsample, then one pass at that fit that returns each chunk's rows
+        whose residual lies in a bracket [a, z] (from the quantiles of a second, held-out
+        subsample, 6 standard deviations out: it holds the band with near certainty) and the
+        sums of the rows below and above it. The band's bounds are then the exact order
+        statistics of rank tau n -+ band / 2, as in memory (clamped to the bracket in the rare
+        case it misses one); the bracket's other rows join the globs. The labels stay lazy
         until the first evaluate."""
         from solvers.aid.aggregation import Aggregate
         from solvers.aid.clustering import pk_fit
@@ -1054,47 +1050,66 @@ class DaskLadRows:
         if fit is None:  # pragma: no cover - a small, well-posed LP
             raise DataError("init='pk': the subsample fit failed; use init='band'.")
         beta, b = fit
-        lo, hi = self._pk_bounds(_resid(Xu[held], yu[held], beta, b), beta, b, quantile,
-                                 plan["band"])
-        parts = [dask.delayed(_pk_band, nout=3)(x, y, w, beta, b, lo, hi)
+        a, z = self._pk_bracket(_resid(Xu[held], yu[held], beta, b), quantile, plan["band"])
+        parts = [dask.delayed(_pk_band, nout=3)(x, y, w, beta, b, a, z)
                  for x, y, w in self._blocks]
         code = da.concatenate([da.from_delayed(q[0], shape=(r,), dtype=np.int64)
                                for q, r in zip(parts, self.X.chunks[0], strict=True)])
         code, rest = dask.persist(code, [(q[1], q[2]) for q in parts], optimize_graph=False)
         (rest,) = dask.compute(rest)
-        counts = np.array([q[0].shape[0] for q in rest], dtype=np.int64)
-        globs = np.sum([q[1] for q in rest], axis=0)
-        band = np.concatenate([q[0] for q in rest])
-        present = globs[:, 0] > 0
-        ids = np.cumsum(present) - 1  # the glob ids after dropping an empty one
-        offsets = int(present.sum()) + np.concatenate([[0], np.cumsum(counts)[:-1]])
-        codes = da.map_blocks(_pk_globalise, code, ids, offsets, dtype=np.int64)
-        M = np.vstack([globs[present], band])
+        sides = np.sum([q[1] for q in rest], axis=0)  # [below, above] x [rows, W, SX, SY]
+        inside = [q[0] for q in rest]
+        lo, hi = self._pk_band_bounds(np.concatenate([q[:, 0] for q in inside]),
+                                      int(sides[0, 0]), quantile, plan["band"], a, z)
+        cls = [np.where(q[:, 0] < lo, 0, np.where(q[:, 0] > hi, 1, 2)) for q in inside]
+        for side in (0, 1):  # the bracket's rows outside the band join the globs
+            sides[side] += np.vstack([q[c == side, 1:] for q, c in zip(inside, cls,
+                                                                        strict=True)]).sum(0)
+        present = sides[:, 0] > 0
+        glob_ids = np.cumsum(present) - 1  # the glob ids after dropping an empty one
+        n_band = [int((c == 2).sum()) for c in cls]
+        first = int(present.sum()) + np.concatenate([[0], np.cumsum(n_band)[:-1]])
+        labels = []
+        for c, f in zip(cls, first, strict=True):
+            lab = np.where(c == 2, 0, glob_ids[np.minimum(c, 1)])
+            lab[c == 2] = f + np.arange(int((c == 2).sum()))
+            labels.append(lab)
+        codes = da.concatenate([
+            da.from_delayed(dask.delayed(_pk_final)(q, lab, glob_ids), shape=(r,),
+                            dtype=np.int64)
+            for q, lab, r in zip(code.to_delayed(optimize_graph=False).ravel(), labels,
+                                 self.X.chunks[0], strict=True)])
+        band = np.vstack([q[c == 2, 1:] for q, c in zip(inside, cls, strict=True)])
+        M = np.vstack([sides[present], band])
         return Aggregate(labels=codes, W=M[:, 1], SX=M[:, 2:-1], SY=M[:, -1],
                          start=np.append(beta, b) if fit_intercept else beta)
 
-    def _pk_bounds(self, r_held: np.ndarray, beta: np.ndarray, b: float, quantile: float,
-                   band: int, bins: int = 8192) -> tuple[float, float]:
-        """The residuals of rank tau n -+ band / 2 at (beta, b), to a bin of a histogram: the
-        held-out subsample's residuals bracket them (their quantiles alone were off by a
-        third of the band's width at 171,428 x 5, tau = 0.3, and the globs then held half
-        misfits), one pass counts the rows below the bracket and histograms those in it."""
-        n = self.n
-        h = band / (2.0 * n)
+    def _pk_bracket(self, r_held: np.ndarray, quantile: float, band: int
+                    ) -> tuple[float, float]:
+        """[a, z]: the held-out subsample's residual quantiles 6 standard deviations of a
+        sample quantile beyond the ranks tau -+ band / (2 n) (those quantiles alone were off
+        by a third of the band's width at 171,428 x 5, tau = 0.3, and the globs then held
+        half misfits)."""
+        h = band / (2.0 * self.n)
         ranks = np.array([max(quantile - h, 0.0), min(quantile + h, 1.0)])
         m = r_held.shape[0]
-        slack = 6.0 * np.sqrt(ranks * (1 - ranks) / m) + 1.0 / m  # 6 sd of a sample quantile
+        slack = 6.0 * np.sqrt(ranks * (1 - ranks) / m) + 1.0 / m
         a, z = np.quantile(r_held, [max(ranks[0] - slack[0], 0.0), min(ranks[1] + slack[1], 1.0)])
-        z = max(z, a + 1e-12 * (1.0 + abs(a)))
-        parts = self._run(_resid_hist, None, beta, b, float(a), float(z), bins)
-        below = sum(q[0] for q in parts)
-        hist = np.sum([q[1] for q in parts], axis=0)
-        cum = below + np.cumsum(hist)
-        edges = np.linspace(a, z, bins + 1)
+        return float(a), float(max(z, a + 1e-12 * (1.0 + abs(a))))
+
+    def _pk_band_bounds(self, r_in: np.ndarray, below: int, quantile: float, band: int,
+                        a: float, z: float) -> tuple[float, float]:
+        """The residuals of rank lo_k, hi_k = tau n - band / 2, lo_k + band (as ``pk_start``
+        in memory) from the bracket's residuals ``r_in`` (``below`` rows lie under it); a
+        rank outside the bracket gives its edge."""
+        n = self.n
+        lo_k = int(min(max(quantile * n - band / 2, 0), n - 1))
+        hi_k = int(min(lo_k + band, n - 1))
         out = []
-        for k in (ranks * n):
-            j = int(np.searchsorted(cum, k))  # first bin whose cumulative count reaches rank k
-            out.append(float(edges[min(j, bins)]) if j < bins else float(z))
+        for k in (lo_k, hi_k):
+            j = k - below
+            out.append(a if j < 0 else z if j >= r_in.shape[0] else
+                       float(np.partition(r_in, j)[j]))
         return out[0], max(out[1], out[0])
 
     def map_rows(self, func, *args, dtype: Any = float, labels: da.Array | None = None

@@ -312,3 +312,17 @@ def test_heavy_columns_fixed_first_still_give_the_optimum(seed, wrong_start):
         assert lp.sift_rounds >= 1
     else:  # 11-12 interior-point iterations instead of 18-23 with the globs free
         assert lp.sift_rounds == 0 and lp.iterations < plain.iterations
+
+
+def test_globs_that_cannot_be_fixed_are_freed():
+    """A start whose globs are badly mixed: with them fixed the first LP is infeasible; the
+    interior point fails there, every column is freed (no simplex detour) and heavy clusters
+    are not fixed again. The run certifies the optimum HiGHS's full LP gives."""
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((60_000, 3))
+    y = X @ rng.standard_normal(3) + rng.laplace(size=60_000)
+    res = aid_lad(X, y)
+    assert res.termination is TerminationCondition.CERTIFIED
+    assert res.extra["history"][0]["sift_rounds"] >= 1
+    ref = aid_lad(X, y, lp="simplex", init="band")
+    assert res.objective == pytest.approx(ref.objective, rel=1e-12)

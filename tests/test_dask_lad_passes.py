@@ -252,3 +252,39 @@ def test_near_split_prefetched_by_the_evaluate_pass(client, monkeypatch):
     assert np.diff(marks).tolist() == [2] * (len(marks) - 1)  # evaluate only
     assert np.diff(marks_plain).tolist() == [4] * (len(marks_plain) - 1)  # evaluate, split
     assert np.array_equal(fused.extra["labels"].compute(), plain.extra["labels"].compute())
+
+
+@pytest.mark.parametrize("quantile", [0.5, 0.3])
+def test_pk_band_on_dask_is_the_in_memory_band_in_one_pass(client, quantile):
+    """The band's bounds are exact order statistics of the residuals in the fetched bracket,
+    so the pk start on Dask has the in-memory clusters; check, histogram, band: three passes
+    (and a fetch) before the first LP."""
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((60_000, 3))
+    y = X @ rng.standard_normal(3) + rng.laplace(size=60_000)
+    mem = aid_lad(X, y, quantile=quantile)
+    c, marks = _Counter(), []
+    with dask.config.set(scheduler=c):
+        dsk = aid_lad(*_chunked(X, y, rows=10_000), quantile=quantile,
+                      callback=lambda it, h, lab: marks.append(c.graphs))
+    assert [h["clusters"] for h in dsk.extra["history"]] == \
+        [h["clusters"] for h in mem.extra["history"]]
+    assert dsk.termination is mem.termination is TerminationCondition.CERTIFIED, (
+        dsk.raw_status, mem.raw_status)
+    assert abs(dsk.objective - mem.objective) <= 1e-12 * mem.objective
+    assert marks[0] <= 4  # before: also the band-bounds histogram and the quantile bracket
+
+
+def test_pk_bracket_that_misses_the_band_still_certifies(client, monkeypatch):
+    """A bracket narrower than the band clamps the band to it (any partition is valid)."""
+    from solvers.dask_rows import DaskLadRows
+
+    rng = np.random.default_rng(10)
+    X = rng.standard_normal((30_000, 3))
+    y = X @ rng.standard_normal(3) + rng.laplace(size=30_000)
+    mem = aid_lad(X, y)
+    monkeypatch.setattr(DaskLadRows, "_pk_bracket", lambda self, r, q, band: (-0.01, 0.02))
+    dsk = aid_lad(*_chunked(X, y, rows=10_000))
+    assert dsk.termination is TerminationCondition.CERTIFIED, dsk.raw_status
+    assert abs(dsk.objective - mem.objective) <= 1e-12 * mem.objective
+    assert dsk.extra["history"][0]["clusters"] < mem.extra["history"][0]["clusters"]

@@ -182,7 +182,8 @@ class IpmLadLP:
     when ``start`` (the coefficients the clustering was built from) gives a beta.  A fixed
     cluster whose reduced cost at the new beta has the wrong sign is freed and the LP re-run,
     so the answer is optimal for the whole aggregated LP (the KKT conditions hold for every
-    column).
+    column). A restricted LP the interior point cannot solve (fixing made it infeasible) is
+    solved again with every column free, and from then on no heavy cluster is fixed.
     When the interior point does not converge, the same LP goes to HiGHS's simplex
     (``fallback``; counted in ``fallbacks``) and AID goes on.
     """
@@ -193,6 +194,7 @@ class IpmLadLP:
                  start: np.ndarray | None = None) -> None:
         self.SXa, self.SY, self.box = SXa, SY, box
         self.weights, self.start = weights, start
+        self.fix_heavy = True
         self.tol, self.max_iter, self.free_share = tol, max_iter, free_share
         self.fallback = fallback
         self.iterations = 0
@@ -214,8 +216,9 @@ class IpmLadLP:
                 out, sigma = self._restricted(free)
                 if free.all():
                     break
-                if out.coef is None:  # fixing made the restricted LP infeasible: free all
-                    free[:] = True
+                if out.coef is None or out.termination is not TerminationCondition.OPTIMAL:
+                    free[:] = True  # fixing made the restricted LP infeasible: free all,
+                    self.fix_heavy = False  # and fix no heavy cluster again in this run
                     self.sift_rounds += 1
                     continue
                 d = self.SY - self.SXa @ out.coef
@@ -248,7 +251,7 @@ class IpmLadLP:
     def _heavy(self) -> np.ndarray | None:
         """The heavy clusters (:data:`HEAVY`), or None when there are none or more than half."""
         W = self.weights
-        if W is None or W.shape[0] != self.SXa.shape[0]:
+        if not self.fix_heavy or W is None or W.shape[0] != self.SXa.shape[0]:
             return None
         heavy = W > HEAVY * np.median(W)
         count = int(np.count_nonzero(heavy))
@@ -272,7 +275,7 @@ class IpmLadLP:
         if ok:
             v[free] = np.clip(lo + (hi - lo) * x, lo, hi)
             return LpOutcome(TerminationCondition.OPTIMAL, "Optimal", coef=-y, v=v), sigma
-        if not self.fallback:
+        if not self.fallback or not free.all():  # a restricted LP: the caller frees all
             return LpOutcome(TerminationCondition.NUMERICAL_ERROR,
                              f"Frisch-Newton: no convergence in {its} iterations"), sigma
         out = _simplex(A, self.SY[free], rhs + lo * A.sum(axis=0), self.box)

@@ -39,10 +39,11 @@ new rows): Gram 4.8 ms (float32 2.7), eigh 29.5 ms (17.9; its eigenvalues alone,
 tridiagonal reduction, 14.3 / 12.6), ``U' B`` 4.1 ms (2.7); forming A'A at n = 1e5 took
 1.86 s, so the eigendecompositions alone are ~6x A'A in float64 (~3.8x in float32) and the
 structured Gram moves a whole pass only from 7.0x to 6.8x A'A in one run and 8.2x to 7.4x in
-another (float32: 4.6x -> 4.6x, 4.2x -> 4.0x; n = 2.5e4, interleaved, busy machine). Reaching 3x needs an eigensolver several times
-cheaper than evd at 2m = 512, e.g. subspace iteration warm-started from the last basis with a
-certified bound on the neglected block (not done: the FD bound needs ``C'C - B_new'B_new`` to
-be PSD with norm <= the delta used, which an approximate basis must prove). Not pursued: a QR
+another (float32: 4.6x -> 4.6x, 4.2x -> 4.0x; n = 2.5e4, interleaved, busy machine).
+Reaching 3x needs an eigensolver several times cheaper than evd at 2m = 512, e.g. subspace
+iteration warm-started from the last basis with a certified bound on the neglected block (not
+done: the FD bound needs ``C'C - B_new'B_new`` to be PSD with norm <= the delta used, which an
+approximate basis must prove). Not pursued: a QR
 of the new rows against the sketch's row space leaves a 2m x 2m core whose SVD costs the same
 as the Gram's eigh. PCG therefore sketches a row sample instead (``solvers.sketch.ridge``).
 
