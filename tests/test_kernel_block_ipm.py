@@ -51,6 +51,19 @@ def test_ipm_matches_highs_on_random_block_qps(q, seed, fixed):
     assert f_ipm - f_ref <= info.gap + 1e-12 * abs(f_ref)
 
 
+def test_ipm_converges_when_the_optimum_is_the_lower_corner():
+    """c > 0 and lo = 0, rhs = 0: a* = 0 and f* = 0, so a gap relative to f alone could never
+    be met; the box floor of the scale makes it reachable."""
+    Q, c, y, _, _, up = _block_qp(60, 6)
+    lo = np.zeros(60)
+    c = np.abs(c) + 0.1
+    info = QPInfo()
+    a = ipm_block_qp(Q, c, y, 0.0, lo, up, info=info)
+    ref = _qp_highs(Q, c, y, 0.0, lo, up)
+    assert info.converged and _f(Q, c, ref) == 0.0
+    assert 0.0 <= _f(Q, c, a) <= 1e-12 * (np.abs(c) @ up)
+
+
 @pytest.mark.parametrize(("preconditioner", "linear_solver"),
                          [("diag", "cg"), ("none", "cholesky")])
 def test_other_linear_algebra_reaches_the_same_optimum(preconditioner, linear_solver):
