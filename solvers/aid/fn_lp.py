@@ -91,7 +91,8 @@ def frisch_newton(A: np.ndarray, c: np.ndarray, b: np.ndarray, x0: float,
             return x, y, it - 1, True
         if merit > 1e6 * best[0]:  # round-off has taken over (the gap stalls near 1e-12)
             break
-        theta = 1.0 / (z / x + w / s)
+        with np.errstate(over="ignore", divide="ignore"):  # x or s -> 0: theta -> 0
+            theta = 1.0 / (z / x + w / s)
         L = _factor(At, theta)
         # predictor (affine scaling): sigma = 0
         dx, dy, dz, dw = _direction(At, theta, L, rp, rd, x, s, z, w, -x * z, -s * w, False)
