@@ -232,7 +232,7 @@ def _block_loop(qmat: QMatrix, y, lo, up, lin, cent, start: BlockState, q, tol, 
         if ent:
             newB = _entropy_cvxpy(Qbb, c, y[B], rhs, lo[B], up[B], cent[B], solver)
         else:
-            if solver == "highs":
+            if solver in (None, "highs"):
                 newB = _qp_highs(Qbb, c, y[B], rhs, lo[B], up[B])
             else:
                 newB = _qp_ipm(Qbb, c, y[B], rhs, lo[B], up[B],
