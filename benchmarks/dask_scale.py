@@ -153,12 +153,27 @@ def run_ridge(args: argparse.Namespace, folder: str) -> None:
     t = time.perf_counter()
     res = solve_ridge(Z[:, :d], Z[:, d], 10.0, method="pcg-rfd", m=m, max_iter=50, tol=1e-10)
     print(f"ridge pcg-rfd n={n_r} d={d} m={m}: {res.termination.name} iterations="
-          f"{res.iterations} passes={res.extra['passes']} {time.perf_counter() - t:.1f}s")
-    if args.quick:
-        full = np.vstack([_load(q) for q in paths])
-        mem = solve_ridge(full[:, :d], full[:, d], 10.0, method="cholesky")
-        err = np.linalg.norm(res.x - mem.x) / np.linalg.norm(mem.x)
-        print(f"  against cholesky in memory: relative error {err:.1e}")
+          f"{res.iterations} passes={res.extra['passes']} {time.perf_counter() - t:.1f}s "
+          f"(peak RSS of this process {peak_rss_mb():.0f} MB)")
+    # the exact answer on the same chunks: A'A and A'b in one pass each, then Cholesky
+    from solvers.dask_rows import DaskRows
+
+    t = time.perf_counter()
+    rows_ = DaskRows(Z[:, :d])
+    G = rows_.gram()
+    G[np.diag_indices_from(G)] += 10.0
+    x_star = np.linalg.solve(G, rows_.rmatvec(Z[:, d]))
+    err = np.linalg.norm(res.x - x_star) / np.linalg.norm(x_star)
+    print(f"  exact solution by A'A on the chunks ({time.perf_counter() - t:.1f}s): relative "
+          f"error of pcg-rfd {err:.1e}")
+    n_mem = n_r if args.quick else args.ridge_memory_rows
+    if n_mem:
+        full = np.vstack([_load(q) for q in paths[: -(-n_mem // c_r)]])[:n_mem]
+        for method, kw in (("cholesky", {}), ("pcg-rfd", dict(m=m, max_iter=50, tol=1e-10))):
+            t = time.perf_counter()
+            mem = solve_ridge(full[:, :d], full[:, d], 10.0, method=method, **kw)
+            print(f"  in memory, n={n_mem}: {method} {mem.termination.name} "
+                  f"{time.perf_counter() - t:.1f}s (peak RSS {peak_rss_mb():.0f} MB)")
 
 
 def main() -> None:
@@ -172,6 +187,8 @@ def main() -> None:
                     help="per-worker memory bound of the --workers LocalCluster (default 4GB)")
     ap.add_argument("--only", nargs="+", default=["lad", "ridge", "svm"],
                     choices=["lad", "ridge", "svm"], help="parts to run (default: all)")
+    ap.add_argument("--ridge-memory-rows", type=int, default=250_000,
+                    help="also solve the first N ridge rows in memory (0: skip)")
     ap.add_argument("--lad-rows", type=int, default=50_000_000,
                     help="rows of the full LAD run (default 5*10^7)")
     args = ap.parse_args()
