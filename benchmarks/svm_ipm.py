@@ -66,8 +66,8 @@ def _peer(fit):
 
 METHODS = [  # (label, cap key, peer, runner, solves our problem)
     ("ipm auto (solve('ipm'))", "ipm", False, lambda X, y: ours(X, y, "ipm"), True),
-    ("ipm cg rfd", "ipm", False, lambda X, y: ours(X, y, "ipm", linear_solver="cg"), True),
-    ("ipm cg diag", "ipm", False,
+    ("ipm cg rfd", "ipm-cg", False, lambda X, y: ours(X, y, "ipm", linear_solver="cg"), True),
+    ("ipm cg diag", "ipm-cg", False,
      lambda X, y: ours(X, y, "ipm", linear_solver="cg", preconditioner="diag"), True),
     ("ipm cg none", "ipm-none", False,
      lambda X, y: ours(X, y, "ipm", linear_solver="cg", preconditioner="none"), True),
@@ -118,8 +118,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small sizes (seconds)")
     ap.add_argument("--cap", action="append", default=[], metavar="KEY=N",
-                    help="skip a method above n = N; keys ipm, ipm-none, aid, full, rehline, "
-                         "linearsvc (no caps by default)")
+                    help="skip a method above n = N; keys ipm (auto), ipm-cg (rfd, diag), "
+                         "ipm-none, aid, full, rehline, linearsvc (no caps by default)")
     ap.add_argument("--size", default=None, metavar="N,P",
                     help="rows and columns of both instances (default 100000,100; --quick "
                          "3000,30)")
