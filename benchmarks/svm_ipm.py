@@ -123,13 +123,15 @@ def main() -> None:
     ap.add_argument("--size", default=None, metavar="N,P",
                     help="rows and columns of both instances (default 100000,100; --quick "
                          "3000,30)")
+    ap.add_argument("--kinds", default="dense,ill", help="instances to run (dense, ill)")
     args = ap.parse_args()
     caps = parse_caps(args.cap, {})
+    kinds = [k for k in args.kinds.split(",") if k in ("dense", "ill")]
     n, p = instance_size(args.size, (3000, 30) if args.quick else (100_000, 100))
     lines = _preamble("Linear hinge SVM: interior point with sketched CG vs peers", DISTS,
                       args.quick)
     instances = ((f"{kind} n={n:,} p={p}", *make_instance(n, p, kind == "ill"))
-                 for kind in ("dense", "ill"))
+                 for kind in kinds)
     run_tables(lines, run_instance, ("warm-up", *make_instance(300, 5, False)), instances,
                caps, "svm_ipm", args.quick)
 

@@ -399,9 +399,11 @@ def _count_labels(lab: np.ndarray, size: int) -> np.ndarray:
 
 
 def _hist(y, w, lo: float, hi: float, bins: int) -> np.ndarray:
-    inb = (y >= lo) & (y <= hi)
-    c, _ = np.histogram(y[inb], bins=bins, range=(lo, hi))
-    m, _ = np.histogram(y[inb], bins=bins, range=(lo, hi), weights=w[inb])
+    """[counts, masses] of y on ``bins`` equal bins of [lo, hi] (values outside are ignored,
+    as np.histogram does); the masses of weights ``w``, or the counts again when w is None."""
+    c, _ = np.histogram(y, bins=bins, range=(lo, hi))
+    m = c.astype(float) if w is None else np.histogram(y, bins=bins, range=(lo, hi),
+                                                        weights=w)[0]
     return np.concatenate([c, m])
 
 
@@ -542,10 +544,10 @@ def _hist_pass(x, y, s, local, lo: float, hi: float, bins: int, unit: bool,
     ``bracket = (a, b, last)`` the :func:`_bracket` of [a, b]."""
     from solvers.aid.lad import check_loss
 
-    y = np.asarray(y)
+    y = np.ascontiguousarray(y)  # a column of a wider chunk is strided
     out: dict = dict(rows=_gather(x, y, s, local) if local is not None else None)
     if bins:
-        out["hist"] = _hist(y, np.ones(y.shape[0]) if unit else np.asarray(s), lo, hi, bins)
+        out["hist"] = _hist(y, None if unit else np.asarray(s), lo, hi, bins)
     if loss0 is not None:
         out["loss0"] = check_loss(y, np.asarray(s), loss0)
     if bracket is not None:
@@ -557,15 +559,18 @@ def _bracket(x, y, s, local, a: float, b: float, last: bool, unit: bool) -> dict
     """One chunk: the rows with ``a <= y < b`` (``<= b`` when ``last``) as [y, w, s] (w the
     selection weight: 1 or s), and for the rows below / above: sum s, sum s (a - y) and
     sum s (y - b) (the check loss at any m in [a, b] follows without a cancellation)."""
-    y, s = np.asarray(y), np.asarray(s)
-    inb = (y >= a) & ((y <= b) if last else (y < b))
+    y, s = np.ascontiguousarray(y), np.asarray(s)
     low = y < a
-    high = ~(inb | low)
-    w = np.ones(int(inb.sum())) if unit else s[inb]
-    Wb = float(s[low].sum())
+    high = (y > b) if last else (y >= b)
+    inb = ~(low | high)
+    w = np.ones(int(np.count_nonzero(inb))) if unit else s[inb]
+    # sums over the rows below / above without copying them: s'(a - y)^+ and s'(y - b)^+
+    # (the rows at b, when above, add 0 to La)
+    Wb, Wa = float(s @ low), float(s @ high)
     return dict(rows=np.column_stack([y[inb], w, s[inb]]),
-                Wb=Wb, Lb=float(s[low] @ (a - y[low])), Mb=float(low.sum()) if unit else Wb,
-                Wa=float(s[high].sum()), La=float(s[high] @ (y[high] - b)))
+                Wb=Wb, Lb=float(s @ np.maximum(a - y, 0.0)),
+                Mb=float(np.count_nonzero(low)) if unit else Wb,
+                Wa=Wa, La=float(s @ np.maximum(y - b, 0.0)))
 
 
 def _initial_codes(x, y, s, beta, b: float, edges: np.ndarray, centre, halve: bool,
@@ -603,9 +608,11 @@ def _pk_band(x, y, s, beta, b: float, a: float, z: float
     rows = np.column_stack([r[inside], np.ones(n_in), si, x[inside] * si[:, None],
                             si * y[inside]])
     # the rows outside the bracket summed by two weighted products (no copy of them)
-    G = np.column_stack([np.where(below, s, 0.0), np.where(above, s, 0.0)])
+    G = np.empty((2, r.shape[0]))
+    np.multiply(s, below, out=G[0])
+    np.multiply(s, above, out=G[1])
     sides = np.column_stack([[np.count_nonzero(below), np.count_nonzero(above)],
-                             G.sum(axis=0), G.T @ x, G.T @ y])
+                             G.sum(axis=1), G @ x, G @ y])
     return code, rows, sides
 
 
