@@ -39,7 +39,6 @@ import time
 from typing import Any, ClassVar
 
 import numpy as np
-from scipy.special import expit, xlogy
 
 from optmodels.problem import Problem
 from optmodels.svm import KERNEL_PARAMS, build_kernel, check_n_features
@@ -48,6 +47,7 @@ from solvers.backend import get_backend
 from solvers.errors import DataError, ExportError
 from solvers.result import CERTIFICATE_TOL, SolutionStatus, SolveResult, TerminationCondition
 from solvers.smo.certificate import klr_best_intercept, klr_loss, klr_primal, klr_scale
+from solvers.special import expit, xlogy
 from solvers.validation import check_array, check_labels, check_sample_weight
 
 

@@ -15,7 +15,6 @@ from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
 
 from optmodels.strategies import register
 from solvers import options as opt
@@ -26,6 +25,7 @@ from solvers.sketch import RIDGE_METHODS, solve_ridge
 from solvers.sketch.ipm_svm import ipm_svm
 from solvers.sketch.newton import sketched_newton
 from solvers.smo import block_klr, block_svm, smo_klr, smo_svm
+from solvers.special import expit
 
 KERNEL_ACCURACY_MAX_N = 20_000
 """Kernel AID results get a training accuracy (a blocked K v, O(n^2 p)) up to this n."""

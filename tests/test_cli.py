@@ -274,3 +274,14 @@ def test_python_dash_m_optmodels_and_help_on_every_flag():
     for name, parser in sub.choices.items():
         for action in parser._actions:
             assert action.help, (name, action.dest)
+
+
+def test_the_command_line_imports_no_heavy_module_it_does_not_need():
+    """CVXPY, Pyomo, scipy.special, matplotlib, Dask and pandas load only when a command uses
+    them (each costs 0.1-2 s of a command's wall clock)."""
+    heavy = ["cvxpy", "pyomo", "scipy.special", "matplotlib", "dask", "pandas", "sklearn"]
+    code = ("import sys, optmodels, optmodels.cli; "
+            f"print([m for m in {heavy!r} if m in sys.modules])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]"

@@ -31,7 +31,6 @@ from typing import Any, ClassVar
 import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
-from scipy.special import expit
 from sklearn.base import ClassifierMixin
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
@@ -44,6 +43,7 @@ from optmodels.svm import SVM
 from optmodels.validation import Param, resolve_gamma
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
 from solvers.rows import any_dask, is_dask
+from solvers.special import expit
 
 SUPPORT_REL = 1e-8
 """Row s is a support vector of a pair when alpha_s > SUPPORT_REL * max_s C_s (and, for the SVM,

@@ -83,7 +83,6 @@ import time
 from typing import Any
 
 import numpy as np
-from scipy.special import expit
 
 from solvers.result import (
     CERTIFICATE_TOL,
@@ -94,6 +93,7 @@ from solvers.result import (
 )
 from solvers.sketch.precondition import SketchPreconditioner
 from solvers.sketch.ridge import fd_preconditioner
+from solvers.special import expit
 from solvers.validation import (
     check_array,
     check_choice,

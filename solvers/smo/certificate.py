@@ -29,9 +29,9 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-from scipy.special import expit, xlogy
 
 from solvers.result import CERTIFICATE_TOL
+from solvers.special import expit, xlogy
 
 REFINE_ROUNDS = 4
 """How many times SMO / block may continue, warm-started with ``tol / REFINE_FACTOR``, after
