@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import io
 import pickle
-import warnings
 
 import numpy as np
 import pytest
