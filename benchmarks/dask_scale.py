@@ -65,9 +65,13 @@ def lad_chunk(p: int, seed: int):
     return make
 
 
-def ridge_chunk(d: int, seed: int):
+def ridge_chunk(d: int, seed: int, spectrum: str = "power"):
+    """Rows of A with column scales ``decay`` ("power": 1 / j, the fast spectral decay FD
+    sketches capture; "linear": 1 .. 0.05, a nearly flat spectrum where they do not) and
+    b = A x0 + noise."""
     x0 = np.random.default_rng(seed).standard_normal(d)
-    decay = np.linspace(1.0, 0.05, d)
+    decay = (1.0 / np.arange(1, d + 1) if spectrum == "power"
+             else np.linspace(1.0, 0.05, d))
 
     def make(i: int, rows: int) -> np.ndarray:
         rng = np.random.default_rng([seed, i])
@@ -146,7 +150,8 @@ def run_lad(args: argparse.Namespace, folder: str) -> None:
 def run_ridge(args: argparse.Namespace, folder: str) -> None:
     """Ridge by pcg-rfd on the lazy chunks (and, with --quick, Cholesky in memory)."""
     n_r, d, c_r = (20_000, 50, 5_000) if args.quick else (1_000_000, 2000, 50_000)
-    paths = write_chunks(folder, "ridge", n_r, c_r, ridge_chunk(d, 1))
+    paths = write_chunks(folder, "ridge", n_r, c_r, ridge_chunk(d, 1, args.ridge_spectrum))
+    print(f"ridge data: column scales {args.ridge_spectrum}")
     rows = [min(c_r, n_r - s) for s in range(0, n_r, c_r)]
     Z = lazy_rows(paths, rows, d + 1)
     m = 32 if args.quick else 256
@@ -187,6 +192,8 @@ def main() -> None:
                     help="per-worker memory bound of the --workers LocalCluster (default 4GB)")
     ap.add_argument("--only", nargs="+", default=["lad", "ridge", "svm"],
                     choices=["lad", "ridge", "svm"], help="parts to run (default: all)")
+    ap.add_argument("--ridge-spectrum", choices=["power", "linear"], default="power",
+                    help="column scales of the ridge data: 1/j (default) or 1..0.05")
     ap.add_argument("--ridge-memory-rows", type=int, default=250_000,
                     help="also solve the first N ridge rows in memory (0: skip)")
     ap.add_argument("--lad-rows", type=int, default=50_000_000,
