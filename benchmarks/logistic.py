@@ -113,9 +113,9 @@ def run_instance(name: str, X: np.ndarray, y: np.ndarray, caps: dict[str, int]) 
     return rows
 
 
-def instances(quick: bool, size: str | None = None):
+def instances(quick: bool, size: str | None = None, kinds: tuple[str, ...] = ("dense", "ill")):
     n, p = instance_size(size, (10_000, 50) if quick else (100_000, 100))
-    for kind in ("dense", "ill"):
+    for kind in kinds:
         X, y = make_instance(n, p, kind)
         yield f"{kind} n={n:.0e} p={p}", X, y
         del X, y
@@ -130,12 +130,14 @@ def main() -> None:
     ap.add_argument("--size", default=None, metavar="N,P",
                     help="rows and columns of both instances (default 100000,100; --quick "
                          "10000,50)")
+    ap.add_argument("--kinds", default="dense,ill", help="instances to run (dense, ill)")
     args = ap.parse_args()
     caps = parse_caps(args.cap, {"max-iter": 1000})
+    kinds = tuple(k for k in args.kinds.split(",") if k in ("dense", "ill"))
     lines = preamble("L2 logistic regression: KLR newton vs scikit-learn", DISTS, args.quick)
     Xw, yw = make_instance(300, 6, "dense", seed=1)
-    run_tables(lines, run_instance, ("warm-up", Xw, yw), instances(args.quick, args.size), caps,
-               "logistic", args.quick)
+    run_tables(lines, run_instance, ("warm-up", Xw, yw),
+               instances(args.quick, args.size, kinds), caps, "logistic", args.quick)
 
 
 if __name__ == "__main__":
