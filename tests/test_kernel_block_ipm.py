@@ -11,7 +11,8 @@ from optmodels.svm import SVM
 from solvers.kernels import Kernel
 from solvers.options import BLOCK_SVM_SOLVERS
 from solvers.result import CERTIFICATE_TOL, TerminationCondition
-from solvers.sketch.kernel_block import QPInfo, ipm_block_qp, nystroem_factor, pcg
+from solvers.sketch.ipm_svm import block_pcg
+from solvers.sketch.kernel_block import QPInfo, ipm_block_qp, nystroem_factor
 from solvers.smo.block import SVM_SUBSOLVERS, _qp_highs, block_svm
 
 
@@ -101,8 +102,8 @@ def test_the_nystroem_preconditioner_cuts_cg_iterations():
     def H(P):
         return Q @ P + D[:, None] * P
 
-    V1, k1 = pcg(H, R, M.solve, 1e-8, 5000)
-    V0, k0 = pcg(H, R, lambda V: V, 1e-8, 5000)
+    V1, _, _, k1 = block_pcg(lambda P: (H(P), None), R, M.solve, 1e-8, 5000)
+    V0, _, _, k0 = block_pcg(lambda P: (H(P), None), R, lambda V: V, 1e-8, 5000)
     for V in (V0, V1):
         assert np.linalg.norm(H(V) - R) <= 1.01e-8 * np.linalg.norm(R)
     assert 3 * k1 < k0

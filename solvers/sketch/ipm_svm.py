@@ -385,37 +385,59 @@ class CGSystem:
         return v1 - db * self.v2, db, Xv1 - db * self.Xv2
 
 
-def block_cg(X: np.ndarray, D: np.ndarray, R: np.ndarray, solve, eta: float, max_iter: int,
-             scale: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
-    """Independent preconditioned CG runs on ``(I + X'DX) V = R`` (columns of R), sharing the
-    passes over X; each stops once ``||residual|| <= eta * scale`` (default ``||R||``) or after
-    max_iter iterations. Returns (V, X V, residuals, iterations)."""
-    R = R.copy()
+def block_pcg(matmul, R: np.ndarray, solve, eta: float, max_iter: int, *,
+              V0: np.ndarray | None = None, scale: np.ndarray | None = None
+              ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray, int]:
+    """Independent preconditioned CG runs on ``H V = R`` (the columns of R) sharing the products
+    ``matmul(P) = (H P, A P)``, where ``A P`` is an auxiliary linear image (None if not wanted)
+    accumulated alongside, so that ``A V`` comes without another pass; ``solve`` applies the
+    preconditioner. Each run stops once its residual is <= ``eta * scale`` (default the norm of
+    its column of R) or after ``max_iter`` iterations. Returns (V, A V, residuals,
+    iterations)."""
     target = eta * (np.linalg.norm(R, axis=0) if scale is None else scale)
-    V = np.zeros_like(R)
-    XV = np.zeros((X.shape[0], R.shape[1]))
-    Zc = solve(R)
-    P = Zc.copy()
-    rz = np.einsum("ij,ij->j", R, Zc)
-    active = np.linalg.norm(R, axis=0) > target
+    if V0 is None:
+        V, AV, Res = np.zeros_like(R), None, R.copy()
+    else:
+        HV, AV = matmul(V0)
+        V, Res = V0.copy(), R - HV
+    Z = solve(Res)
+    P = Z.copy()
+    rz = np.einsum("ij,ij->j", Res, Z)
+    active = np.linalg.norm(Res, axis=0) > target
     k = 0
     while active.any() and k < max_iter:
-        XP = X @ P[:, active]
-        Q = P[:, active] + X.T @ (D[:, None] * XP)
+        HP, AP = matmul(P[:, active])
         k += 1
-        pq = np.einsum("ij,ij->j", P[:, active], Q)
+        pq = np.einsum("ij,ij->j", P[:, active], HP)
         a = np.where(pq > 0, rz[active] / np.where(pq > 0, pq, 1.0), 0.0)
         V[:, active] += a * P[:, active]
-        XV[:, active] += a * XP
-        R[:, active] -= a * Q
-        Zc[:, active] = solve(R[:, active])
-        rz_new = np.einsum("ij,ij->j", R[:, active], Zc[:, active])
-        P[:, active] = Zc[:, active] + (rz_new / np.where(rz[active] > 0, rz[active], 1.0)
-                                        ) * P[:, active]
+        if AP is not None:
+            if AV is None:
+                AV = np.zeros((AP.shape[0], R.shape[1]))
+            AV[:, active] += a * AP
+        Res[:, active] -= a * HP
+        Z[:, active] = solve(Res[:, active])
+        rz_new = np.einsum("ij,ij->j", Res[:, active], Z[:, active])
+        P[:, active] = Z[:, active] + (rz_new / np.where(rz[active] > 0, rz[active], 1.0)
+                                       ) * P[:, active]
         rz[active] = rz_new
         idx = np.flatnonzero(active)
-        active[idx[(np.linalg.norm(R[:, idx], axis=0) <= target[idx]) | ~(pq > 0)]] = False
-    return V, XV, R, k
+        active[idx[(np.linalg.norm(Res[:, idx], axis=0) <= target[idx]) | ~(pq > 0)]] = False
+    return V, AV, Res, k
+
+
+def block_cg(X: np.ndarray, D: np.ndarray, R: np.ndarray, solve, eta: float, max_iter: int,
+             scale: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray, np.ndarray, int]:
+    """:func:`block_pcg` on ``(I + X'DX) V = R``, keeping X V (one pass over X per iteration
+    gives both). Returns (V, X V, residuals, iterations)."""
+    def matmul(P: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        XP = X @ P
+        return P + X.T @ (D[:, None] * XP), XP
+
+    V, XV, Res, k = block_pcg(matmul, R, solve, eta, max_iter, scale=scale)
+    if XV is None:  # no iteration ran: V = 0
+        XV = np.zeros((X.shape[0], R.shape[1]))
+    return V, XV, Res, k
 
 
 # ---------------------------------------------------------------------------- the method

@@ -67,7 +67,7 @@ import dataclasses
 import numpy as np
 import scipy.linalg
 
-from solvers.sketch.ipm_svm import LowRankPlusDiagonal
+from solvers.sketch.ipm_svm import LowRankPlusDiagonal, block_pcg
 from solvers.validation import check_choice, check_int, check_positive
 
 OWNER = "ipm_block_qp"
@@ -110,36 +110,6 @@ class QPInfo:
     converged: bool = False
 
 
-def pcg(matmul, R: np.ndarray, solve, eta: float, max_iter: int, V0: np.ndarray | None = None
-        ) -> tuple[np.ndarray, int]:
-    """Independent preconditioned CG runs on ``H V = R`` (columns of R) sharing the products
-    ``matmul(P) = H P``; each stops once its residual is <= eta ||R_col|| or after max_iter.
-    Returns (V, iterations)."""
-    target = eta * np.linalg.norm(R, axis=0)
-    V = np.zeros_like(R) if V0 is None else V0.copy()
-    Res = R - matmul(V) if V0 is not None else R.copy()
-    Z = solve(Res)
-    P = Z.copy()
-    rz = np.einsum("ij,ij->j", Res, Z)
-    active = np.linalg.norm(Res, axis=0) > target
-    k = 0
-    while active.any() and k < max_iter:
-        HP = matmul(P[:, active])
-        pq = np.einsum("ij,ij->j", P[:, active], HP)
-        step = np.where(pq > 0, rz[active] / np.where(pq > 0, pq, 1.0), 0.0)
-        V[:, active] += step * P[:, active]
-        Res[:, active] -= step * HP
-        Z[:, active] = solve(Res[:, active])
-        rz_new = np.einsum("ij,ij->j", Res[:, active], Z[:, active])
-        P[:, active] = Z[:, active] + rz_new / np.where(rz[active] > 0, rz[active], 1.0
-                                                        ) * P[:, active]
-        rz[active] = rz_new
-        k += 1
-        idx = np.flatnonzero(active)
-        active[idx[(np.linalg.norm(Res[:, idx], axis=0) <= target[idx]) | ~(pq > 0)]] = False
-    return V, k
-
-
 class _Newton:
     """Solves ``(Q + diag(D)) V = R`` for one Newton step: dense Cholesky or PCG."""
 
@@ -162,8 +132,8 @@ class _Newton:
         """V with (Q + D) V ~ R (R of shape (q, k))."""
         if self.chol is not None:
             return scipy.linalg.cho_solve(self.chol, R, check_finite=False)
-        V, k = pcg(lambda P: self.Q @ P + self.D[:, None] * P, R, self.prec, self.eta,
-                   self.max_iter, V0)
+        V, _, _, k = block_pcg(lambda P: (self.Q @ P + self.D[:, None] * P, None), R,
+                               self.prec, self.eta, self.max_iter, V0=V0)
         self.info.cg_iterations.append(k)
         return V
 
