@@ -26,6 +26,7 @@ import dask
 import dask.array as da
 import numpy as np
 
+from solvers.aid.scaling import column_range
 from solvers.dask_rows import (
     DaskLadRows,
     _flags,
@@ -190,7 +191,7 @@ def _check_chunk(x: np.ndarray, y: np.ndarray, s: np.ndarray, width: int) -> dic
                kept=int(keep.sum()), weight=float(np.asarray(s)[keep].sum()),
                classes=_class_stats(y[keep], np.asarray(s)[keep]))
     if out["x"][2] == 0 and keep.any():
-        out.update(cmax=np.asarray(x)[keep].max(axis=0), cmin=np.asarray(x)[keep].min(axis=0))
+        out["cmin"], out["cmax"] = column_range(np.asarray(x)[keep])
     return out
 
 

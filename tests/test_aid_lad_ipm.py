@@ -203,8 +203,8 @@ def test_interior_point_failure_falls_back_or_is_a_status(monkeypatch):
 
 @pytest.mark.parametrize("quantile", [0.5, 0.3])
 def test_pk_on_dask_is_the_in_memory_optimum(quantile):
-    """The default on Dask (pk, the band's bounds from a histogram pass, the near split over
-    the chunks) is certified at the in-memory optimum, with weights and zero-weight rows."""
+    """The default on Dask (pk, the band from a bracket's exact order statistics, the near split
+    over the chunks) is certified at the in-memory optimum, with weights and zero-weight rows."""
     da = pytest.importorskip("dask.array")
     X, y, s = make_lad(1, n=40000, p=4, kind="weights")
     s[::7] = 0.0

@@ -56,6 +56,11 @@ free their large sums made the interior point take twice the iterations (25 -> 1
 first LP at 10^6 x 10, 28 -> 13 on the 327,346 flights; 21-25 -> 12-13 after the split)."""
 
 
+def heavy_clusters(W: np.ndarray) -> np.ndarray:
+    """The clusters whose weight W_k exceeds :data:`HEAVY` times the median cluster weight."""
+    return W > HEAVY * np.median(W) if W.shape[0] else np.zeros(0, dtype=bool)
+
+
 def frisch_newton(A: np.ndarray, c: np.ndarray, b: np.ndarray, x0: float,
                   tol: float = TOL, max_iter: int = 100) -> tuple[np.ndarray, np.ndarray, int,
                                                                     bool]:
@@ -254,7 +259,7 @@ class IpmLadLP:
         W = self.weights
         if not self.fix_heavy or W is None or W.shape[0] != self.SXa.shape[0]:
             return None
-        heavy = W > HEAVY * np.median(W)
+        heavy = heavy_clusters(W)
         count = int(np.count_nonzero(heavy))
         return heavy if 0 < count <= W.shape[0] // 2 else None
 

@@ -67,7 +67,7 @@ import numpy as np
 from solvers.aid.aggregation import Aggregate, aggregate, split_by_rule
 from solvers.aid.certificate import pure_verdict, subproblem_failure
 from solvers.aid.clustering import LAD_METHODS, lad_clusters, pk_start
-from solvers.aid.fn_lp import HEAVY, IpmLadLP
+from solvers.aid.fn_lp import IpmLadLP, heavy_clusters
 from solvers.aid.lad_lp import AggregatedLadLP, SiftedLadLP, lad_dual_lp, new_highs, quantile_box
 from solvers.aid.scaling import LadScaling, worst_scaled
 from solvers.aid.screening import MarginScreen, pure_part
@@ -404,11 +404,10 @@ def near_guess(agg: Aggregate, v: np.ndarray) -> tuple[np.ndarray, np.ndarray] |
     :data:`solvers.aid.fn_lp.HEAVY` times the median; the globs) and the side their misfits
     are guessed to lie on, r > 0 where v_k < 0 (v_k at the lower bound: the cluster's rows
     should lie below the hyperplane). None when there are no heavy clusters."""
-    W = agg.W
-    cand = W > HEAVY * np.median(W) if W.shape[0] else np.zeros(0, dtype=bool)
+    cand = heavy_clusters(agg.W)
     if not cand.any():
         return None
-    return cand, v[:W.shape[0]] < 0.0
+    return cand, v[:cand.shape[0]] < 0.0
 
 
 def _fix_settled(lp: SiftedLadLP, mixed: np.ndarray, v: np.ndarray, coef: np.ndarray) -> None:
