@@ -224,6 +224,27 @@ class DaskRows:
         """``A'A``, summed over chunks (d x d travels)."""
         return np.asarray(tree_sum([dask.delayed(_gram)(a) for a in self._a]).compute())
 
+    @staticmethod
+    def _norms_rmatvec(a: np.ndarray, v: np.ndarray) -> tuple:
+        a = np.asarray(a)
+        return a.T @ v, np.einsum("ij,ij->i", a, a), np.einsum("ij,ij->j", a, a)
+
+    def norms_rmatvec(self, v: da.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """``(A' v, ||a_i||^2 per row, ||A e_j||^2 per column)`` in one pass; the row norms
+        (an n-vector, 8 n bytes) come to the caller, for a row sample drawn there."""
+        got = dask.compute([dask.delayed(self._norms_rmatvec)(a, vb)
+                            for a, vb in zip(self._a, blocks(v), strict=True)])[0]
+        return (np.sum([g[0] for g in got], axis=0), np.concatenate([g[1] for g in got]),
+                np.sum([g[2] for g in got], axis=0))
+
+    def take(self, idx: np.ndarray) -> np.ndarray:
+        """The rows ``idx`` (sorted) in memory; each chunk gives only its rows (a memory-mapped
+        chunk reads just their pages)."""
+        local = _local(np.asarray(idx, dtype=np.int64), _chunk_offsets(self.A.chunks[0]))
+        parts = [dask.delayed(operator.getitem)(a, i) for a, i in zip(self._a, local, strict=True)
+                 if i.size]
+        return np.concatenate(dask.compute(parts)[0] or [np.zeros((0, self.shape[1]))])
+
     def fd_sketch(self, m: int, robust: bool, block_size: int) -> FrequentDirections:
         """(R)FD: each chunk sketched where it lives, merged in a tree (the FD bound holds for
         the merged sketch); ``block_size`` is unused (a chunk streams through its sketch)."""
