@@ -63,10 +63,11 @@ def test_dask_pcg_equals_in_memory_pcg(method):
     assert dsk.iterations == mem.iterations
     assert np.linalg.norm(dsk.x - mem.x) <= 1e-10 * np.linalg.norm(mem.x)
     assert np.linalg.norm(dsk.x - x_ref) <= 1e-9 * np.linalg.norm(x_ref)
-    # the per-iteration relative gradients agree too (the same preconditioner)
+    # the early relative gradients agree to rounding (the same preconditioner; CG amplifies
+    # the rounding of the chunked products later on)
     g_mem = [h["grad_norm"] for h in mem.extra["history"]]
     g_dsk = [h["grad_norm"] for h in dsk.extra["history"]]
-    assert np.allclose(g_dsk, g_mem, rtol=1e-6)
+    assert np.allclose(g_dsk[:8], g_mem[:8], rtol=1e-9)
 
 
 def test_dask_pcg_sample_with_seed_and_sketch_rows():
@@ -87,3 +88,43 @@ def test_dask_pcg_sample_with_seed_and_sketch_rows():
     for res in (mem, dsk):  # relative gradient 1e-10, x error ~1e-8: within the certified bound
         err = np.linalg.norm(res.x - x_ref) / np.linalg.norm(x_ref)
         assert err <= res.extra["x_error_bound"] <= 1e-5
+
+
+def test_jacobi_preconditioner_is_the_dense_matrix_and_its_inverse():
+    from solvers.sketch.precondition import JacobiSketchPreconditioner
+
+    rng = np.random.default_rng(5)
+    d = 12
+    Bs = rng.standard_normal((4, d))
+    e, scale = rng.uniform(0.1, 2.0, d), rng.uniform(0.5, 3.0, d)
+    P = JacobiSketchPreconditioner(Bs, e, scale)
+    M = np.diag(scale) @ (Bs.T @ Bs + np.diag(e)) @ np.diag(scale)
+    V = rng.standard_normal((d, 3))
+    assert np.allclose(P.matvec(V), M @ V, rtol=1e-12)
+    assert np.allclose(P.solve(V), np.linalg.solve(M, V), rtol=1e-10)
+    assert np.allclose(P.solve(V[:, 0]), np.linalg.solve(M, V[:, 0]), rtol=1e-10)
+    with pytest.raises(ValueError, match="'e' and 'scale'.*positive vectors of length d = 12"):
+        JacobiSketchPreconditioner(Bs, -e, scale)
+
+
+@pytest.mark.parametrize("scales", [np.linspace(1.0, 0.05, 60), np.logspace(0, -4, 60)],
+                         ids=["linear", "log"])
+def test_jacobi_scaling_converges_on_a_flat_column_scaled_spectrum(scales, monkeypatch):
+    """The benchmark's flat generator (independent columns, scales 1..0.05) and a wider one:
+    the m = 8 sketch cannot precondition them, Jacobi scaling does."""
+    import solvers.sketch.ridge as ridge
+
+    A, b = _data(n=8000, d=60, seed=4, scales=scales)
+    A[:, 7] = 0.0  # a zero column: D_j = gamma
+    gamma = 1.0
+    x_ref = _dense(A, b, gamma)
+    kw = dict(method="pcg-rfd", m=8, max_iter=400, tol=1e-12)
+    dsk = solve_ridge(*_chunked(A, b, 2000), gamma, **kw)
+    mem = solve_ridge(A, b, gamma, **kw)
+    assert dsk.is_optimal and mem.is_optimal and dsk.iterations <= 25
+    assert abs(dsk.iterations - mem.iterations) <= 1
+    err = np.linalg.norm(dsk.x - x_ref) / np.linalg.norm(x_ref)
+    assert err <= dsk.extra["x_error_bound"] <= 1e-8
+    monkeypatch.setattr(ridge, "column_norms2", lambda *a: None)  # in memory, no scaling
+    plain = solve_ridge(A, b, gamma, **kw)
+    assert plain.iterations >= 3 * mem.iterations

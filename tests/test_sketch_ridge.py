@@ -595,13 +595,19 @@ def test_reused_sketch_gives_same_answer(hard):
     A, b = hard
     sk = FrequentDirections(40).fit(A)
     sk_pcg = FrequentDirections(40, dtype=PCG_SKETCH_DTYPE).fit(A)  # PCG's own precision
-    for method in ("fd", "rfd", "pcg-rfd", "rfdrr"):
-        every_row = {"sketch_rows": A.shape[0]} if method.startswith("pcg") else {}
-        own = solve_ridge(A, b, 100.0, method=method, m=40, max_iter=4, **every_row)
-        reused = solve_ridge(A, b, 100.0, method=method, m=40, max_iter=4,
-                             sketch=sk_pcg if method.startswith("pcg") else sk)
+    for method in ("fd", "rfd", "rfdrr"):
+        own = solve_ridge(A, b, 100.0, method=method, m=40, max_iter=4)
+        reused = solve_ridge(A, b, 100.0, method=method, m=40, max_iter=4, sketch=sk)
         np.testing.assert_allclose(reused.x, own.x, rtol=1e-9, atol=1e-12)
         assert reused.extra["rho"] == pytest.approx(own.extra["rho"])
+    # pcg's own sketch is of the Jacobi-scaled rows, a given one preconditions A itself: the
+    # iterations differ, the certified answer does not
+    kw = dict(method="pcg-rfd", m=40, max_iter=300, tol=1e-13)
+    own = solve_ridge(A, b, 100.0, sketch_rows=A.shape[0], **kw)
+    reused = solve_ridge(A, b, 100.0, sketch=sk_pcg, **kw)
+    assert own.is_optimal and reused.is_optimal
+    np.testing.assert_allclose(reused.x, own.x, rtol=1e-9, atol=1e-12)
+    assert reused.extra["rho"] == pytest.approx(0.5 * sk_pcg.delta_sum_)  # used as RFD
     with pytest.raises(ValueError, match="'sketch'"):
         solve_ridge(A, b, 100.0, method="ihs-sjlt", m=40, sketch=sk)
     with pytest.raises(ValueError, match="'sketch'"):

@@ -75,3 +75,58 @@ class SketchPreconditioner:
         return out
 
     __call__ = solve
+
+
+class JacobiSketchPreconditioner:
+    """``M = D^{1/2} (Bs'Bs + diag(e)) D^{1/2}`` with ``Bs`` a sketch (m x d) of ``A D^{-1/2}``.
+
+    For ridge with Jacobi scaling, ``D = diag(H) = diag(A'A) + gamma`` (so ``D^{-1/2} H D^{-1/2}``
+    has unit diagonal) and ``e = rho + gamma / D`` (RFD's rho of the scaled sketch; 0 for FD):
+    M is the sketch's ``Hhat`` of the column-equilibrated problem, mapped back. Its inverse by
+    the Woodbury identity with the m x m matrix ``K = I + Bs E^{-1} Bs'`` (SPD, eigenvalues
+    >= 1, factored once)::
+
+        M^{-1} v = D^{-1/2} (u - E^{-1} Bs' K^{-1} Bs u),   u = E^{-1} D^{-1/2} v
+
+    Each application costs O(m d); nothing d x d is formed.
+
+    Parameters
+    ----------
+    Bs : ndarray (m, d)
+        The sketch of the column-scaled rows.
+    e : ndarray (d,)
+        The diagonal ``E``; every entry > 0.
+    scale : ndarray (d,)
+        ``D^{1/2}``; every entry > 0.
+    """
+
+    def __init__(self, Bs: np.ndarray, e: np.ndarray, scale: np.ndarray) -> None:
+        Bs = check_array(Bs, "Bs")
+        e, scale = np.asarray(e, dtype=float), np.asarray(scale, dtype=float)
+        d = Bs.shape[1]
+        if e.shape != (d,) or scale.shape != (d,) or not (np.all(e > 0) and np.all(scale > 0)):
+            raise ValueError(f"The 'e' and 'scale' arguments of JacobiSketchPreconditioner must "
+                             f"be positive vectors of length d = {d}; got shapes "
+                             f"{e.shape}, {scale.shape}.")
+        self.B_ = np.asarray(Bs, dtype=float)
+        self.e_, self.scale_ = e, scale
+        self._EB = self.B_ / e  # Bs E^{-1} (m x d)
+        with blas_limit(1):
+            K = np.eye(self.B_.shape[0]) + self._EB @ self.B_.T
+            self._K = scipy.linalg.cho_factor(K, lower=True, check_finite=False)
+        self.d = d
+
+    def solve(self, v: np.ndarray) -> np.ndarray:
+        """``M^{-1} v`` for a vector (d,) or a matrix (d, k)."""
+        col = (lambda w: w) if np.ndim(v) == 1 else (lambda w: w[:, None])
+        u = v / col(self.e_ * self.scale_)
+        w = u - self._EB.T @ scipy.linalg.cho_solve(self._K, self.B_ @ u, check_finite=False)
+        return w / col(self.scale_)
+
+    def matvec(self, v: np.ndarray) -> np.ndarray:
+        """``M v`` for a vector (d,) or a matrix (d, k)."""
+        col = (lambda w: w) if np.ndim(v) == 1 else (lambda w: w[:, None])
+        u = v * col(self.scale_)
+        return (col(self.e_) * u + self.B_.T @ (self.B_ @ u)) * col(self.scale_)
+
+    __call__ = solve
