@@ -21,7 +21,6 @@ import dask
 import dask.array as da
 import numpy as np
 
-from solvers.aid.scaling import column_range
 from solvers.errors import DataError
 from solvers.rows import lad_residual
 from solvers.sketch.distributed import fd_sketch_dask
@@ -275,31 +274,18 @@ def _sums(x, y, s, lab, K: int) -> np.ndarray:
     return np.column_stack([W, SX, SY])
 
 
-def _evaluate(x, y, s, lab, beta, b, K: int, tol: float, quantile: float,
-              means: bool, r: np.ndarray | None = None) -> np.ndarray:
-    """[E, pos (K), neg (K), count per (cluster, r > 0) (2K)] and with ``means`` the sums of
-    |r| per (cluster, r > 0) (2K) of the "refine" split (``r``: the residuals, if known)."""
-    from solvers.aid.lad import check_loss
-
-    if r is None:
-        r = _resid(x, y, beta, b)
-    key = 2 * lab + (r > 0)
-    parts = [[check_loss(r, s, quantile)], np.bincount(lab, weights=(r > tol), minlength=K),
-             np.bincount(lab, weights=(r < -tol), minlength=K), np.bincount(key, minlength=2 * K)]
-    if means:
-        parts.append(np.bincount(key, weights=np.abs(r), minlength=2 * K))
-    return np.concatenate(parts)
-
-
 def _evaluate_fetch(x, y, s, lab, beta, b, K: int, tol: float, quantile: float, means: bool,
                     guess: tuple | None, cap: int) -> tuple[np.ndarray, tuple | None]:
-    """:func:`_evaluate`, and with ``guess = (cand, minority_pos)`` the rows of the candidate
-    clusters on their guessed minority side (r > 0 when ``minority_pos``) as (positions in
-    the chunk, [1, s, s x, s y], clusters): what ``split_near`` would fetch, taken in the same
-    pass; None when there are none to guess or more than ``cap`` of them."""
+    """[E, pos (K), neg (K), count per (cluster, r > 0) (2K), with ``means`` the sums of |r|
+    per (cluster, r > 0) (2K)] (:func:`solvers.aid.lad_kernels.evaluate`), and with
+    ``guess = (cand, minority_pos)`` the rows of the candidate clusters on their guessed
+    minority side (r > 0 when ``minority_pos``) as (positions in the chunk, [1, s, s x, s y],
+    clusters): what ``split_near`` would fetch, taken in the same pass; None when there are
+    none to guess or more than ``cap`` of them."""
+    from solvers.aid import lad_kernels
+
     x, y, s, lab = np.asarray(x), np.asarray(y), np.asarray(s), np.asarray(lab)
-    r = _resid(x, y, beta, b)
-    vec = _evaluate(x, y, s, lab, beta, b, K, tol, quantile, means, r)
+    vec, r = lad_kernels.evaluate(x, y, s, lab, beta, b, K, tol, quantile, means)
     if guess is None:
         return vec, None
     cand, minority_pos = guess
@@ -498,34 +484,27 @@ def select_by_mass(y: da.Array, w: da.Array, target: float, bins: int = 4096) ->
 def _stats(x, y, s, width: int) -> dict:
     """One chunk: the flags of x, y, s; whether s has negative / zero entries; and over the
     rows of positive weight: their number, min/max/sum of s, sum s|y|, the range of y and of
-    each column of x (what the check, the scaling and the selection of the quantile need).
-    x's flags come from its column ranges (a NaN makes a column's extremes NaN, an infinity
-    makes one infinite), so x is read once; y is made contiguous once (a column of a wider
-    chunk is strided)."""
+    each column of x (what the check, the scaling and the selection of the quantile need), in
+    one compiled pass (:func:`solvers.aid.lad_kernels.chunk_stats`), and evenly spaced
+    (y, s) of those rows."""
+    from solvers.aid import lad_kernels
+
     x, y, s = np.asarray(x), np.asarray(y), np.asarray(s)
-    ranges = None
-    if x.ndim == 2 and x.shape[1] == width and x.dtype.kind == "f":
-        ranges = column_range(x)
-        ext = np.concatenate(ranges)
-        fx = np.array([np.isnan(ext).any(), np.isinf(ext).any(), 0, x.shape[0]], dtype=np.int64)
-    else:
-        fx = _flags(x, width)
-    y = np.ascontiguousarray(y)
-    flags = np.stack([fx, _flags(y, -1), _flags(s, -1)])
+    if x.ndim != 2 or x.shape[1] != width or y.ndim != 1 or s.ndim != 1:
+        return dict(flags=np.stack([_flags(x, width), _flags(y, -1), _flags(s, -1)]))
+    x, y, s = (v if v.dtype.kind == "f" else v.astype(np.float64) for v in (x, y, s))
+    q = lad_kernels.chunk_stats(x, y, s)
+    flags = np.column_stack([q.pop("bad"), np.zeros(3, dtype=np.int64),
+                             [x.shape[0], y.shape[0], s.shape[0]]])
     if flags[:, :3].any():
         return dict(flags=flags)
-    keep = s > 0
-    out = dict(flags=flags, neg=bool((s < 0).any()), zero=bool((s == 0).any()),
-               kept=int(keep.sum()))
-    if not keep.all():
-        x, y, s, ranges = x[keep], y[keep], s[keep], None
-    if not s.size:
+    out = dict(flags=flags, neg=q.pop("neg"), zero=q.pop("zero"), kept=q.pop("kept"))
+    if not out["kept"]:
         return out
-    ymin, ymax = float(y.min()), float(y.max())
-    out.update(smin=float(s.min()), smax=float(s.max()), ssum=float(s.sum()),
-               sy=float(s @ np.abs(y)), ymin=ymin, ymax=ymax, yabs=max(-ymin, ymax))
-    out["cmin"], out["cmax"] = column_range(x) if ranges is None else ranges
-    at = np.linspace(0, y.shape[0] - 1, min(y.shape[0], SAMPLE_PER_CHUNK)).astype(np.int64)
+    out.update(q, yabs=max(-q["ymin"], q["ymax"]))
+    at = np.linspace(0, out["kept"] - 1, min(out["kept"], SAMPLE_PER_CHUNK)).astype(np.int64)
+    if out["kept"] < s.shape[0]:
+        at = np.flatnonzero(s > 0)[at]
     out["sample"] = np.column_stack([y[at], s[at]])  # evenly spaced rows of the chunk
     return out
 
@@ -565,7 +544,7 @@ def _hist_pass(x, y, s, local, lo: float, hi: float, bins: int, unit: bool,
     ``bracket = (a, b, last)`` the :func:`_bracket` of [a, b]."""
     from solvers.aid.lad import check_loss
 
-    y = np.ascontiguousarray(y)  # a column of a wider chunk is strided
+    y = np.asarray(y)
     out: dict = dict(rows=_gather(x, y, s, local) if local is not None else None)
     if bins:
         out["hist"] = _hist(y, None if unit else np.asarray(s), lo, hi, bins)
@@ -579,19 +558,11 @@ def _hist_pass(x, y, s, local, lo: float, hi: float, bins: int, unit: bool,
 def _bracket(x, y, s, local, a: float, b: float, last: bool, unit: bool) -> dict:
     """One chunk: the rows with ``a <= y < b`` (``<= b`` when ``last``) as [y, w, s] (w the
     selection weight: 1 or s), and for the rows below / above: sum s, sum s (a - y) and
-    sum s (y - b) (the check loss at any m in [a, b] follows without a cancellation)."""
-    y, s = np.ascontiguousarray(y), np.asarray(s)
-    low = y < a
-    high = (y > b) if last else (y >= b)
-    inb = ~(low | high)
-    w = np.ones(int(np.count_nonzero(inb))) if unit else s[inb]
-    # sums over the rows below / above without copying them: s'(a - y)^+ and s'(y - b)^+
-    # (the rows at b, when above, add 0 to La)
-    Wb, Wa = float(s @ low), float(s @ high)
-    return dict(rows=np.column_stack([y[inb], w, s[inb]]),
-                Wb=Wb, Lb=float(s @ np.maximum(a - y, 0.0)),
-                Mb=float(np.count_nonzero(low)) if unit else Wb,
-                Wa=Wa, La=float(s @ np.maximum(y - b, 0.0)))
+    sum s (y - b) (the check loss at any m in [a, b] follows without a cancellation);
+    :func:`solvers.aid.lad_kernels.bracket`."""
+    from solvers.aid import lad_kernels
+
+    return lad_kernels.bracket(np.asarray(y), np.asarray(s), a, b, last, unit)
 
 
 def _initial_codes(x, y, s, beta, b: float, edges: np.ndarray, centre, halve: bool,
@@ -617,24 +588,11 @@ def _pk_band(x, y, s, beta, b: float, a: float, z: float
              ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """One chunk of the "pk" start: its local codes (0 below the bracket [a, z], 1 above,
     2 + the rank of a row inside it), [r, 1, s, s x, s y] of its rows inside the bracket (in
-    row order) and [rows, W, SX, SY] of those below and above."""
-    x, y, s = np.asarray(x), np.asarray(y), np.asarray(s)
-    r = _resid(x, y, beta, b)
-    below, above = r < a, r > z
-    inside = ~(below | above)
-    n_in = int(np.count_nonzero(inside))
-    code = above.astype(np.int64)
-    code[inside] = np.arange(2, 2 + n_in)
-    si = s[inside]
-    rows = np.column_stack([r[inside], np.ones(n_in), si, x[inside] * si[:, None],
-                            si * y[inside]])
-    # the rows outside the bracket summed by two weighted products (no copy of them)
-    G = np.empty((2, r.shape[0]))
-    np.multiply(s, below, out=G[0])
-    np.multiply(s, above, out=G[1])
-    sides = np.column_stack([[np.count_nonzero(below), np.count_nonzero(above)],
-                             G.sum(axis=1), G @ x, G @ y])
-    return code, rows, sides
+    row order) and [rows, W, SX, SY] of those below and above
+    (:func:`solvers.aid.lad_kernels.pk_band`)."""
+    from solvers.aid import lad_kernels
+
+    return lad_kernels.pk_band(np.asarray(x), np.asarray(y), np.asarray(s), beta, b, a, z)
 
 
 def _pk_final(code: np.ndarray, inside_label: np.ndarray, glob_ids: np.ndarray) -> np.ndarray:
@@ -1003,7 +961,9 @@ class DaskLadRows:
         the statistics exactly (powers of two)."""
         X = self.X if np.all(sc.col == 1.0) else self.X * sc.col
         t, w = self._factors
-        return DaskLadRows(X, self.y * sc.t, self.s * sc.w, stats=self.stats,
+        y = self.y if sc.t == 1.0 else self.y * sc.t  # no copy per pass for a unit factor
+        s = self.s if sc.w == 1.0 else self.s * sc.w
+        return DaskLadRows(X, y, s, stats=self.stats,
                            factors=(t * sc.t, w * sc.w))
 
     def take(self, idx: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -326,3 +326,39 @@ def test_globs_that_cannot_be_fixed_are_freed():
     assert res.extra["history"][0]["sift_rounds"] >= 1
     ref = aid_lad(X, y, lp="simplex", init="band")
     assert res.objective == pytest.approx(ref.objective, rel=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["plain", "weights"])
+@pytest.mark.parametrize("quantile", [0.5, 0.3])
+def test_large_pk_subsample_fitted_by_aid_is_the_interior_points_optimum(
+        monkeypatch, kind, quantile):
+    """Above PK_AID_ROWS the subsample fit is AID's (itself pk-started): the same optimum as the
+    interior point on every subsample row, and the fallback to it when AID does not certify."""
+    from solvers.aid import clustering
+
+    X, y, s = make_lad(5, n=6000, p=3, kind=kind)
+    s = np.ones(len(y)) if s is None else s
+
+    def loss(fit):
+        r = y - X @ fit[0] - fit[1]
+        return float(s @ np.where(r > 0, 2 * quantile * r, 2 * (quantile - 1) * r))
+
+    import solvers.aid.lad as lad_module
+
+    real, calls = lad_module.aid_lad, []
+
+    def spy(*a, **k):
+        calls.append(a[0].shape[0])
+        return real(*a, **k)
+
+    monkeypatch.setattr(lad_module, "aid_lad", spy)
+    ipm = clustering.pk_fit(X, y, s, True, quantile)  # 6000 rows: the interior point
+    assert calls == []
+    monkeypatch.setattr(clustering, "PK_AID_ROWS", 1000)
+    by_aid = clustering.pk_fit(X, y, s, True, quantile)
+    assert calls[0] == 6000
+    assert loss(by_aid) == pytest.approx(loss(ipm), rel=1e-9)
+    monkeypatch.setattr("solvers.aid.lad.aid_lad", lambda *a, **k: type(
+        "R", (), dict(termination=TerminationCondition.ITERATION_LIMIT))())
+    fallback = clustering.pk_fit(X, y, s, True, quantile)
+    np.testing.assert_array_equal(fallback[0], ipm[0])
