@@ -11,7 +11,7 @@ The results equal the numpy twins' (``tests/test_lad_kernels.py``) up to the ord
 floating-point sums; the objective is summed with Neumaier's compensation, so it is at least
 as accurate as numpy's pairwise sum. ``nogil`` lets Dask's threads run chunks side by side.
 
-Losses (``docs/math/lad.md``): rho_tau(r) = 2 tau r for r > 0 and 2 (tau - 1) r otherwise
+Losses (``docs/problems/lad.md``): rho_tau(r) = 2 tau r for r > 0 and 2 (tau - 1) r otherwise
 (|r| at tau = 1/2), E = sum_i s_i rho_tau(r_i).
 """
 
