@@ -29,7 +29,6 @@ import scipy.sparse as sp
 
 from optmodels.problem import Problem
 from optmodels.validation import Param
-from solvers.aid.lad import check_loss, lad_natural_scale
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolutionStatus, SolveResult, TerminationCondition
 from solvers.rows import any_dask, is_dask
@@ -124,6 +123,8 @@ class LAD(Problem):
     def objective(self, coef: np.ndarray, intercept: float = 0.0) -> float:
         """E(beta) = sum_i s_i rho(y_i - x_i'beta - beta0) (sum_i s_i |.| at tau = 0.5); one
         chunk-wise pass on Dask data."""
+        from solvers.aid.lad import check_loss  # AID (and HiGHS) load when a LAD is evaluated
+
         if self.lazy and self.p == 0:
             return check_loss(self.y - intercept, self.sample_weight, self.quantile)
         return check_loss(self.y - self._X @ coef - intercept, self.sample_weight, self.quantile)
@@ -144,6 +145,8 @@ class LAD(Problem):
             if self.lazy:
                 self._natural = self._rows.natural_scale(self.fit_intercept, self.quantile)
             else:
+                from solvers.aid.lad import lad_natural_scale
+
                 self._natural = lad_natural_scale(self.y, self.sample_weight,
                                                   self.fit_intercept, self.quantile)
         return self._natural

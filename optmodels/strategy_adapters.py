@@ -6,10 +6,16 @@ thing for every strategy of a problem (LAD: E(beta); SVM: the primal P(w, b) wit
 ``bound``; KLR: f(alpha); ridge: f(x)). Each strategy's options are declared by its table in
 :mod:`solvers.options`: ``routine``'s keywords minus those the problem fixes (a test keeps the
 two equal) and minus ``unused`` (keywords the routine takes but this strategy ignores).
+
+The routines are named here as ``"module:function"`` and imported when a strategy first runs
+(or its ``routine`` is read), so a command running one strategy loads that strategy's modules
+only (SMO does not load AID, HiGHS or the sketches).
 """
 
 from __future__ import annotations
 
+import functools
+import importlib
 from collections.abc import Callable
 from typing import Any
 
@@ -18,13 +24,8 @@ import scipy.sparse as sp
 
 from optmodels.strategies import register
 from solvers import options as opt
-from solvers.aid import aid_lad, aid_svm
 from solvers.errors import DataError
 from solvers.result import SolveResult
-from solvers.sketch import RIDGE_METHODS, solve_ridge
-from solvers.sketch.ipm_svm import ipm_svm
-from solvers.sketch.newton import sketched_newton
-from solvers.smo import block_klr, block_svm, smo_klr, smo_svm
 from solvers.special import expit
 
 KERNEL_ACCURACY_MAX_N = 20_000
@@ -37,22 +38,45 @@ RIDGE_REFERENCE_MAX_FLOPS = 1e10
 reference alone cost as much as numpy's Cholesky solve, more than a PCG-RFD solve itself."""
 
 
+def routine_at(path: str) -> Callable[..., Any]:
+    """The array-level routine at ``path`` = ``"module:function"``, imported now."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+class Adapter:
+    """A registered strategy: calls ``fn(problem, **options)``. ``routine`` is the array-level
+    routine whose keywords (minus ``fixed`` and ``unused``) the option table declares; it is
+    imported when first read."""
+
+    def __init__(self, fn: Callable[..., SolveResult], routine: str, fixed: set[str],
+                 unused: frozenset[str]) -> None:
+        functools.update_wrapper(self, fn)
+        self._fn, self._routine = fn, routine
+        self.fixed, self.unused = fixed, unused
+
+    def __call__(self, problem: Any, **options: Any) -> SolveResult:
+        return self._fn(problem, **options)
+
+    @property
+    def routine(self) -> Callable[..., Any]:
+        return routine_at(self._routine)
+
+
 def adapter(
     problem: str,
     name: str,
-    routine: Callable[..., Any],
+    routine: str,
     fixed: set[str],
     table: opt.OptionTable,
     unused: frozenset[str] = frozenset(),
 ):
-    """Register ``fn(problem, **options)`` with the option ``table``, which declares
-    ``routine``'s keywords minus ``fixed`` (supplied by the problem) and ``unused``."""
+    """Register ``fn(problem, **options)`` with the option ``table``, which declares the
+    keywords of ``routine`` (``"module:function"``) minus ``fixed`` (supplied by the problem)
+    and ``unused``."""
 
-    def deco(fn: Callable[..., SolveResult]) -> Callable[..., SolveResult]:
-        fn.routine = routine  # type: ignore[attr-defined]
-        fn.fixed = fixed  # type: ignore[attr-defined]
-        fn.unused = unused  # type: ignore[attr-defined]
-        return register(problem, name, table)(fn)
+    def deco(fn: Callable[..., SolveResult]) -> Adapter:
+        return register(problem, name, table)(Adapter(fn, routine, fixed, unused))
 
     return deco
 
@@ -82,8 +106,10 @@ def dense_X(problem: Any, strategy: str) -> Any:
 _LAD_FIXED = {"X", "y", "sample_weight", "fit_intercept", "quantile", "natural_scale"}
 
 
-@adapter("lad", "aid", aid_lad, _LAD_FIXED, opt.AID_LAD)
+@adapter("lad", "aid", "solvers.aid:aid_lad", _LAD_FIXED, opt.AID_LAD)
 def _lad_aid(problem: Any, **options: Any) -> SolveResult:
+    from solvers.aid import aid_lad
+
     res = aid_lad(
         dense_X(problem, "aid"),
         problem.y,
@@ -115,8 +141,11 @@ def _check_loss(problem: Any, strategy: str, loss: str) -> None:
         )
 
 
-@adapter("svm", "aid", aid_svm, {"X", "y", "C", "sample_weight", "kernel"}, opt.AID_SVM)
+@adapter("svm", "aid", "solvers.aid:aid_svm", {"X", "y", "C", "sample_weight", "kernel"},
+         opt.AID_SVM)
 def _svm_aid(problem: Any, **options: Any) -> SolveResult:
+    from solvers.aid import aid_svm
+
     _check_loss(problem, "aid", "hinge")
     kernel = None if problem.kernel == "linear" else problem.kernel_
     res = aid_svm(
@@ -163,11 +192,13 @@ def _svm_dual_result(problem: Any, res: SolveResult) -> SolveResult:
     return res
 
 
-def _svm_dual_runner(routine: Callable[..., SolveResult]) -> Callable[..., SolveResult]:
+def _svm_dual_runner(path: str) -> Callable[..., SolveResult]:
+    """The runner of the SVM dual routine at ``path`` (smo_svm, block_svm)."""
+    name = path.rpartition(":")[2].partition("_")[0]
+
     def run(problem: Any, **options: Any) -> SolveResult:
-        name = routine.__name__.partition("_")[0]
         _check_loss(problem, name, "hinge")
-        res = routine(
+        res = routine_at(path)(
             dense_X(problem, name),
             problem.y,
             C=problem.C,
@@ -181,20 +212,24 @@ def _svm_dual_runner(routine: Callable[..., SolveResult]) -> Callable[..., Solve
 
 
 _SVM_FIXED = {"X", "y", "C", "sample_weight", "class_weight", "kernel"}
-adapter("svm", "smo", smo_svm, _SVM_FIXED, opt.SMO_SVM)(_svm_dual_runner(smo_svm))
-adapter("svm", "block", block_svm, _SVM_FIXED, opt.BLOCK_SVM)(_svm_dual_runner(block_svm))
+for _name, _table in (("smo", opt.SMO_SVM), ("block", opt.BLOCK_SVM)):
+    _path = f"solvers.smo:{_name}_svm"
+    adapter("svm", _name, _path, _SVM_FIXED, _table)(_svm_dual_runner(_path))
 
 
 _NEWTON_FIXED = {"X", "y", "C", "loss", "sample_weight", "class_weight", "fit_intercept",
                  "intercept_scaling", "penalize_intercept"}
 
 
-@adapter("svm", "newton", sketched_newton, _NEWTON_FIXED, opt.NEWTON_SVM)
+@adapter("svm", "newton", "solvers.sketch.newton:sketched_newton", _NEWTON_FIXED,
+         opt.NEWTON_SVM)
 def _svm_newton(problem: Any, **options: Any) -> SolveResult:
     """Sketch-preconditioned Newton-CG on the squared-hinge primal with the problem's
     unregularised b (exact 1-D minimisation per step). ``objective`` = P(w, b) and ``bound`` =
     D(alpha) at alpha_i = 2 C_i max(0, 1 - y_i f_i) made feasible (problem.squared_hinge_alpha),
     so the problem's certificate decides OPTIMAL."""
+    from solvers.sketch.newton import sketched_newton
+
     _check_loss(problem, "newton", "squared_hinge")
     if "preconditioner" in options and options["preconditioner"] is None:
         options["preconditioner"] = "none"  # the table reads the string 'none' as None
@@ -218,7 +253,8 @@ def _svm_newton(problem: Any, **options: Any) -> SolveResult:
     return res
 
 
-@adapter("svm", "ipm", ipm_svm, {"X", "y", "C", "sample_weight", "class_weight"}, opt.IPM_SVM)
+@adapter("svm", "ipm", "solvers.sketch.ipm_svm:ipm_svm",
+         {"X", "y", "C", "sample_weight", "class_weight"}, opt.IPM_SVM)
 def _svm_ipm(problem: Any, **options: Any) -> SolveResult:
     """Interior point on the linear hinge-loss primal QP with sketch-preconditioned CG.
     ``objective`` = P(w, b) and ``bound`` = D(alpha) at the IPM's multipliers made feasible
@@ -230,6 +266,8 @@ def _svm_ipm(problem: Any, **options: Any) -> SolveResult:
             "or 'full' for that kernel."
         )
     _check_loss(problem, "ipm", "hinge")
+    from solvers.sketch.ipm_svm import ipm_svm
+
     if "preconditioner" in options and options["preconditioner"] is None:
         options["preconditioner"] = "none"  # the table reads the string 'none' as None
     res = ipm_svm(dense_X(problem, "ipm"), problem.y, C=problem.C,
@@ -292,9 +330,11 @@ def reevaluate(problem: Any, res: SolveResult) -> SolveResult:
 _KLR_FIXED = {"X", "y", "C", "lam", "bound_tol", "sample_weight", "kernel"}
 
 
-def _klr_runner(routine: Callable[..., SolveResult]) -> Callable[..., SolveResult]:
+def _klr_runner(path: str) -> Callable[..., SolveResult]:
+    """The runner of the KLR dual routine at ``path`` (smo_klr, block_klr)."""
+
     def run(problem: Any, **options: Any) -> SolveResult:
-        res = routine(
+        res = routine_at(path)(
             problem.X,
             problem.y,
             C=problem.C,
@@ -309,8 +349,9 @@ def _klr_runner(routine: Callable[..., SolveResult]) -> Callable[..., SolveResul
     return run
 
 
-adapter("klr", "smo", smo_klr, _KLR_FIXED, opt.SMO_KLR)(_klr_runner(smo_klr))
-adapter("klr", "block", block_klr, _KLR_FIXED, opt.BLOCK_KLR)(_klr_runner(block_klr))
+for _name, _table in (("smo", opt.SMO_KLR), ("block", opt.BLOCK_KLR)):
+    _path = f"solvers.smo:{_name}_klr"
+    adapter("klr", _name, _path, _KLR_FIXED, _table)(_klr_runner(_path))
 
 
 def _check_klr_newton(problem: Any) -> None:
@@ -334,7 +375,8 @@ def _check_klr_newton(problem: Any) -> None:
             )
 
 
-@adapter("klr", "newton", sketched_newton, _NEWTON_FIXED, opt.NEWTON_KLR)
+@adapter("klr", "newton", "solvers.sketch.newton:sketched_newton", _NEWTON_FIXED,
+         opt.NEWTON_KLR)
 def _klr_newton(problem: Any, **options: Any) -> SolveResult:
     """Sketch-preconditioned Newton-CG on plain KLR's primal with the linear kernel,
     P(w, b) = 1/2 ||w||^2 + sum_i C_i log(1 + exp(-t_i)), t_i = y_i (x_i'w + b), b free (exact
@@ -350,6 +392,8 @@ def _klr_newton(problem: Any, **options: Any) -> SolveResult:
     ``extra``: ``w``, ``primal_intercept`` (Newton's b), ``primal_objective`` P(w, b),
     ``bound_source``; ``b`` is the certificate's minimiser for w(alpha), as for smo/block."""
     _check_klr_newton(problem)
+    from solvers.sketch.newton import sketched_newton
+
     if "preconditioner" in options and options["preconditioner"] is None:
         options["preconditioner"] = "none"  # the table reads the string 'none' as None
     X = dense_X(problem, "newton")
@@ -386,6 +430,8 @@ def _ridge_runner(method: str) -> Callable[..., SolveResult]:
         if ("x_star" not in options and problem.p <= RIDGE_REFERENCE_MAX_D and not problem.lazy
                 and problem.n * problem.p**2 <= RIDGE_REFERENCE_MAX_FLOPS):
             options["x_star"] = problem.closed_form()
+        from solvers.sketch import solve_ridge
+
         res = solve_ridge(problem.Aw, problem.bw, problem.alpha, method=method, **options)
         if res.x is not None:
             res.objective, res.bound = problem.objective(res.x), problem.lower_bound(res.x)
@@ -414,12 +460,12 @@ def _with_sketch_size(method: str, run: Callable[..., SolveResult]) -> Callable[
     return sized
 
 
-for _method in RIDGE_METHODS:
+for _method in opt.RIDGE_METHODS:
     if _method != "cholesky":  # the full solve already is the Cholesky reference
         adapter(
             "ridge",
             _method,
-            solve_ridge,
+            "solvers.sketch:solve_ridge",
             {"A", "b", "gamma", "method"},
             opt.RIDGE[_method],
             opt.ridge_unused(_method),

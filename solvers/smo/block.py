@@ -34,10 +34,8 @@ import dataclasses
 import time
 import warnings
 
-import highspy
 import numpy as np
 
-from solvers.highs_backend import new_highs
 from solvers.kernels import Kernel
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
 from solvers.smo.certificate import (
@@ -92,6 +90,10 @@ def select_block(alpha, grad, y, lo, up, q: int) -> np.ndarray:
 
 def _qp_highs(Qbb, c, yb, rhs, lo, up) -> np.ndarray:
     """min 1/2 a'Qbb a + c'a s.t. yb'a = rhs, lo <= a <= up by HiGHS (no QP regularization)."""
+    import highspy  # here, not at import: SMO alone (``smo_svm``) never loads HiGHS
+
+    from solvers.highs_backend import new_highs
+
     q = c.size
     h = new_highs()
     h.setOptionValue("qp_regularization_value", 0.0)
