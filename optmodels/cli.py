@@ -41,9 +41,11 @@ at a verified optimum; 1 an internal error (one line; the traceback is written t
 from __future__ import annotations
 
 import argparse
+import atexit
 import contextlib
 import csv
 import dataclasses
+import gc
 import importlib
 import itertools
 import json
@@ -248,7 +250,14 @@ def main(argv: list[str] | None = None) -> int:
     A user error (bad value, missing file, a solve that ``require_optimal`` refused, a missing
     optional dependency) prints one line and returns 2; anything else prints one line pointing
     to a log file with the traceback and returns 1.
+
+    Run as the command (``argv`` None: the console script, ``python -m optmodels``), the
+    interpreter's exit freezes the garbage collector's objects first (:func:`gc.freeze`), so
+    that its last collections do not walk the million objects numba and pandas leave: 0.3 s
+    of a 1.5 s ``solve``. The command's output and files are complete before then.
     """
+    if argv is None:
+        atexit.register(gc.freeze)
     args = _parser().parse_args(argv)
     command = {
         "solve": _solve,

@@ -1,6 +1,7 @@
-"""What a command loads: ``optmodels solve svm --strategy smo`` imports SMO's modules and not
-those of the other strategies (AID, HiGHS, Clarabel, the sketched Newton / IPM), nor the heavy
-optional libraries; each would add to the command's fixed start-up cost (issue 11)."""
+"""A command's fixed costs (issue 11): ``optmodels solve svm --strategy smo`` imports SMO's
+modules and not those of the other strategies (AID, HiGHS, Clarabel, the sketched Newton / IPM),
+nor the heavy optional libraries; the command's exit skips the garbage collector's walk over
+every object (gc.freeze at exit), a call of ``main`` from Python does not."""
 
 from __future__ import annotations
 
@@ -47,3 +48,22 @@ def test_the_registered_routines_still_resolve():
     assert _REGISTRY["svm"]["smo"].routine is smo_svm
     assert _REGISTRY["svm"]["aid"].routine is aid_svm
     assert _REGISTRY["klr"]["block"].routine is block_klr
+
+
+def _frozen_at_exit(call: str) -> bool:
+    """Whether the objects were frozen when the interpreter's last exit handler ran (handlers
+    run last-in first-out, so one registered before ``main`` runs after main's)."""
+    code = ("import atexit, gc, io, contextlib, sys\n"
+            "atexit.register(lambda: print('frozen', gc.get_freeze_count() > 0))\n"
+            "sys.argv = ['optmodels', 'info', 'svm']\n"
+            "from optmodels.cli import main\n"
+            f"with contextlib.redirect_stdout(io.StringIO()): rc = {call}\n"
+            "assert rc == 0\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=120, check=True)
+    return proc.stdout.strip().splitlines()[-1] == "frozen True"
+
+
+def test_the_command_freezes_the_collector_at_exit_and_a_python_call_does_not():
+    assert _frozen_at_exit("main()")
+    assert not _frozen_at_exit("main(['info', 'svm'])")
