@@ -80,9 +80,10 @@ def tree_sum(parts: list) -> Any:
     return parts[0]
 
 
-def blocks(x: da.Array) -> list:
-    """The row chunks of ``x`` as delayed values, in order."""
-    return list(x.to_delayed().ravel())
+def blocks(x: da.Array, fuse: bool = True) -> list:
+    """The row chunks of ``x`` as delayed values, in order; ``fuse=False`` keeps the graph
+    unoptimised, so arrays sliced from the same chunks (X and y of one file) share its load."""
+    return list(x.to_delayed(optimize_graph=fuse).ravel())
 
 
 def chunk_flags(x: da.Array, width: int) -> np.ndarray:
@@ -677,7 +678,8 @@ class DaskLadRows:
                  factors: tuple[float, float] = (1.0, 1.0)) -> None:
         self.X, self.y, self.s = X, y, s
         self.n, self.p = X.shape
-        self._blocks = list(zip(blocks(X), blocks(y), blocks(s), strict=True))
+        self._blocks = list(zip(blocks(X, False), blocks(y, False), blocks(s, False),
+                                strict=True))
         self.stats = stats
         self._factors = factors  # (t, w): the scaling of y and s relative to ``stats``
         self._natural: dict = {}
@@ -697,7 +699,8 @@ class DaskLadRows:
         if key in cls._CACHE:
             return cls._CACHE[key]
         (parts,) = dask.compute([dask.delayed(_stats)(a, b, c, X.shape[1]) for a, b, c in
-                                 zip(blocks(X), blocks(y), blocks(s), strict=True)])
+                                 zip(blocks(X, False), blocks(y, False), blocks(s, False),
+                                     strict=True)], optimize_graph=False)
         flags = np.stack([q["flags"] for q in parts])
         refuse_bad_chunks(flags[:, 0], "X", X.shape[1])
         refuse_bad_chunks(flags[:, 1], "y", -1)

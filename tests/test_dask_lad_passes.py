@@ -288,3 +288,32 @@ def test_pk_bracket_that_misses_the_band_still_certifies(client, monkeypatch):
     assert dsk.termination is TerminationCondition.CERTIFIED, dsk.raw_status
     assert abs(dsk.objective - mem.objective) <= 1e-12 * mem.objective
     assert dsk.extra["history"][0]["clusters"] < mem.extra["history"][0]["clusters"]
+
+
+_LOADS: list[tuple[int, int]] = []
+_COUNTER = _Counter()
+
+
+def _load_chunk(Z: np.ndarray, i: int) -> np.ndarray:
+    _LOADS.append((_COUNTER.graphs, i))  # (the graph running, the block)
+    return Z
+
+
+def test_x_and_y_sliced_from_one_chunk_share_its_load_in_every_pass():
+    """X = Z[:, :p] and y = Z[:, p] of one lazily loaded block: a graph (a pass) loads each
+    block once, not once for X and once for y; the answer is the in-memory one."""
+    X, y = _data(n=4000)
+    Z = np.column_stack([X, y])
+    parts = [da.from_delayed(dask.delayed(_load_chunk, pure=False)(Z[i:i + 1000], i),
+                             (1000, Z.shape[1]), dtype=float) for i in range(0, 4000, 1000)]
+    lazy = da.concatenate(parts)
+    _LOADS.clear()
+    with dask.config.set(scheduler=_COUNTER):
+        res = aid_lad(lazy[:, :3], lazy[:, 3])
+        _same(res, aid_lad(X, y))
+        assert len(_LOADS) >= 5 * 4 and len(set(_LOADS)) == len(_LOADS)
+        _LOADS.clear()  # the reference: X's and y's blocks computed apart load a block twice
+        dask.compute([d for pair in zip(lazy[:, :3].to_delayed().ravel(),
+                                        lazy[:, 3].to_delayed().ravel(), strict=True)
+                      for d in pair])
+    assert len(_LOADS) == 8 and len(set(_LOADS)) == 4
