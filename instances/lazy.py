@@ -11,12 +11,16 @@
 a directory of Parquet files    columns = features + the target column (``target``, default
                                 ``y``) + optionally a weight column (``weight``, or a column
                                 named ``sample_weight``); one row chunk per Parquet partition.
+``'parts/*.csv'`` (a glob)      CSV files with a header row, the columns as for Parquet, read by
+                                ``dask.dataframe.read_csv`` (one row chunk per block of a file,
+                                64 MB by default). Every pass parses the text again, and the
+                                row counts cost one parse here: for repeated solves write Parquet.
 ==============================  =================================================================
 
 It returns :class:`instances.io.Data` whose ``X``, ``y`` (and ``sample_weight``) are Dask arrays;
 the problems that accept them (LAD, ridge) check them chunk by chunk. Only the file headers
-(shapes, dtypes) and, for Parquet, the partition lengths are read here. Dask is imported when a
-lazy source is loaded (``pip install "optmodels[dask]"``).
+(shapes, dtypes) and, for Parquet and CSV, the partition lengths are read here. Dask is
+imported when a lazy source is loaded (``pip install "optmodels[dask]"``).
 """
 
 from __future__ import annotations
@@ -45,17 +49,21 @@ def is_lazy_source(source: str | os.PathLike[str]) -> bool:
 def load_lazy(source: str | os.PathLike[str], *, target: str | None = "y",
               weight: str | None = None) -> Data:
     """``Data`` with Dask ``X`` (n, p), ``y`` (n,) and ``sample_weight`` (or None) over the
-    ``.npy`` chunk files matching ``source`` or the Parquet files in the directory ``source``
-    (see the module docstring). DataFileError (a ValueError) names the file and the fix."""
+    ``.npy`` chunk files or CSV files matching ``source``, or the Parquet files in the directory
+    ``source`` (see the module docstring). DataFileError (a ValueError) names the file and the
+    fix."""
     text = str(source)
     if Path(text).is_dir():
-        return _load_parquet(Path(text), target=target, weight=weight)
+        return _load_frame(_read_parquet(Path(text)), text, target=target, weight=weight)
+    paths = sorted(glob.glob(text))
+    if paths and all(p.lower().endswith(".csv") for p in paths):
+        return _load_frame(_read_csv(paths, text), text, target=target, weight=weight)
     if target not in ("y", None) or weight is not None:
         raise DataFileError(
             f"{text}: .npy chunk files hold [X | y] with the target as the last column and no "
             f"weights; the target ({target!r}) and weight ({weight!r}) names apply to a Parquet "
-            "directory only. Drop them, or write the chunks as Parquet with named columns.")
-    paths = sorted(glob.glob(text))
+            "directory or CSV files only. Drop them, or write the chunks as Parquet with named "
+            "columns.")
     if not paths:
         raise FileNotFoundError(
             f"{text}: no file matches (working directory {Path.cwd()}). Check the pattern, "
@@ -104,14 +112,28 @@ def _load_npy(paths: list[str], with_target: bool) -> Data:
     return Data(Z[:, :-1], Z[:, -1], None, default_names(width - 1))
 
 
-def _load_parquet(folder: Path, *, target: str | None, weight: str | None) -> Data:
+def _read_parquet(folder: Path) -> Any:
     import dask.dataframe as dd
 
     try:
-        df = dd.read_parquet(str(folder))
+        return dd.read_parquet(str(folder))
     except (OSError, ValueError) as exc:
         raise DataFileError(f"{folder}: cannot read the directory as Parquet files ({exc}); "
                             "pass a directory of .parquet files or a glob of .npy chunks.") from exc
+
+
+def _read_csv(paths: list[str], text: str) -> Any:
+    import dask.dataframe as dd
+
+    try:
+        return dd.read_csv(paths)
+    except (OSError, ValueError) as exc:
+        raise DataFileError(f"{text}: cannot read the files as CSV with a header row ({exc}); "
+                            "check the files, or write them as Parquet.") from exc
+
+
+def _load_frame(df: Any, folder: str, *, target: str | None, weight: str | None) -> Data:
+    """``Data`` over the columns of a Dask DataFrame (``folder``: the source, for messages)."""
     columns = [str(c) for c in df.columns]
     if target is not None and target not in columns:
         raise DataFileError(f"{folder}: no target column {target!r}; columns present: "
@@ -126,12 +148,26 @@ def _load_parquet(folder: Path, *, target: str | None, weight: str | None) -> Da
     if bad:
         raise DataFileError(f"{folder}: feature column(s) {bad} are not numeric; store real "
                             "numbers (or drop those columns).")
-    lengths = [int(k) for k in df.map_partitions(len).compute()]
+    try:
+        lengths = [int(k) for k in df.map_partitions(len).compute()]
+    except (OSError, ValueError) as exc:  # a CSV row that does not parse shows up here
+        raise DataFileError(f"{folder}: cannot read every row ({_reason(exc)}); fix the file "
+                            "(one number per column in every row) and try again.") from exc
     parts = df.to_delayed()
     return Data(_column_array(parts, lengths, features),
                 None if target is None else _column_array(parts, lengths, target),
                 None if weight is None else _column_array(parts, lengths, weight),
                 features)
+
+
+def _reason(exc: Exception) -> str:
+    """The line of a reader's error that names the bad value (Dask's dtype-mismatch message
+    holds a table, then pandas' own reason)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    for line in lines:
+        if "could not convert" in line or "tokenizing" in line:
+            return line.lstrip("- ")
+    return lines[0] if lines else type(exc).__name__
 
 
 def _values(frame: Any, columns: list[str] | str) -> np.ndarray:

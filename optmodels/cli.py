@@ -21,8 +21,9 @@ class_weight=balanced) are its hyperparameters and the others its ``strategy_opt
 
 ``solve`` and ``fit`` also read data too large for memory lazily, as row-chunked Dask arrays
 (:mod:`instances.lazy`): ``--data 'chunks/*.npy'`` (a glob of .npy chunks ``[X | y]``, the
-target last) or ``--data DIR`` (Parquet files: feature columns, the ``--target`` column,
-optionally ``--weight``), for lad (``--strategy aid``), ridge (a sketch such as ``pcg-rfd``)
+target last), ``--data 'parts/*.csv'`` (CSV files with a header row) or ``--data DIR``
+(Parquet files; for CSV and Parquet: feature columns, the ``--target`` column, optionally
+``--weight``), for lad (``--strategy aid``), ridge (a sketch such as ``pcg-rfd``)
 and the binary linear svm (``--strategy aid --param kernel=linear``; ``fit`` collects no
 support rows); another strategy or kernel is refused before any data are read. The solve then
 runs on the active Dask scheduler:
@@ -80,8 +81,8 @@ OPTIONAL_DEPENDENCIES = {
 
 
 DATA_HELP = ("data file (.csv, .svm/.libsvm/.txt, .npz), or read lazily (lad, ridge, linear svm "
-             "with --strategy aid): a glob of .npy chunks [X | y] ('chunks/*.npy') or a "
-             "directory of Parquet files")
+             "with --strategy aid): a glob of .npy chunks [X | y] ('chunks/*.npy'), a glob "
+             "of CSV files with a header row ('parts/*.csv') or a directory of Parquet files")
 LAZY_PROBLEMS = ("lad", "ridge", "svm")
 """The problems ``solve`` / ``fit`` run on lazily read (Dask) data, with one of the problem's
 ``DASK_STRATEGIES`` (the SVM with the linear kernel only)."""

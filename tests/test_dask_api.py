@@ -221,3 +221,33 @@ def test_cli_parquet_directory_and_refusals(client, tmp_path, capsys):
     ):
         assert main(argv) == 2
         assert msg in capsys.readouterr().err
+
+
+def test_cli_csv_glob_is_read_lazily_and_equals_the_in_memory_file(client, tmp_path, capsys):
+    """A glob of CSV files (dask.dataframe.read_csv): weighted LAD by AID on the cluster, the
+    in-memory optimum of the same rows in one file; a missing target and a broken row are
+    refused with the file and the fix, exit 2."""
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(4)
+    X = rng.standard_normal((2400, 3))
+    frame = pd.DataFrame(X, columns=["u", "v", "w"])
+    frame["delay"] = X @ [1.0, -2.0, 0.5] + rng.laplace(size=2400)
+    frame["sample_weight"] = rng.uniform(0.5, 2.0, 2400)
+    frame.to_csv(tmp_path / "all.csv", index=False)
+    (tmp_path / "parts").mkdir()
+    for i in range(3):
+        frame.iloc[800 * i:800 * (i + 1)].to_csv(tmp_path / "parts" / f"p{i}.csv", index=False)
+    base = [*CLI_AID, "--target", "delay"]
+    mem = _cli_json([*base, "--data", str(tmp_path / "all.csv")], capsys)
+    lazy = _cli_json([*base, "--data", str(tmp_path / "parts" / "*.csv"), "--scheduler",
+                      client.scheduler.address], capsys)
+    assert lazy["n"] == 2400 and list(lazy["coefficients"])[:3] == ["u", "v", "w"]
+    _same_fit(lazy, mem, 1e-12)
+    assert main(["solve", "lad", "--strategy", "aid", "--data",
+                 str(tmp_path / "parts" / "*.csv")]) == 2
+    assert "no target column 'y'" in capsys.readouterr().err
+    with open(tmp_path / "parts" / "p1.csv", "a") as fh:
+        fh.write("1.0,oops,2.0,3.0,1.0\n")
+    assert main([*base, "--data", str(tmp_path / "parts" / "*.csv")]) == 2
+    err = capsys.readouterr().err
+    assert "parts" in err and err.count("\n") == 1
