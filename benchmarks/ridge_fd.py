@@ -327,7 +327,7 @@ def peer_rows(name: str, A: np.ndarray, b: np.ndarray, gamma: float, m: int) -> 
     for solver in ("cholesky", "lsqr", "sparse_cg"):
         est = SkRidge(alpha=gamma, fit_intercept=False, solver=solver, tol=1e-12)
         runs.append((f"sklearn Ridge {solver}", True, lambda est=est: est.fit(A, b).coef_))
-    rows, xs = [], {}
+    rows, xs, its = [], {}, {}
     for label, peer, run in runs:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -336,10 +336,11 @@ def peer_rows(name: str, A: np.ndarray, b: np.ndarray, gamma: float, m: int) -> 
         status = ("certified" if out.certified else out.termination.value) if hasattr(
             out, "certified") else "ok"
         xs[label] = x
+        its[label] = f"{out.iterations} it, " if hasattr(out, "certified") else ""
         rows.append(bc.Row(name, label, t, ridge_objective(A, b, gamma, x), status, peer))
     ref = xs["numpy Cholesky"]
     for r in rows:
-        r.note = f"rel. error vs Cholesky {fmt(rel(xs[r.method], ref))}"
+        r.note = f"{its[r.method]}rel. error vs Cholesky {fmt(rel(xs[r.method], ref))}"
     return rows
 
 
