@@ -42,10 +42,12 @@ PROGRESS_SECONDS = 10.0
 
 COPIES = {"svm_dual": 8.0, "klr": 24.0, "ridge_cholesky": 2.0}
 """Dense n x n (or m x m) matrices held at the peak of each model's full solve."""
-RATE = {"svm_dual": 1e-9, "klr": 2.2e-8, "ridge_cholesky": 2e-10}
+RATE = {"svm_dual": 1e-9, "klr": 2.2e-8, "ridge_cholesky": 1.2e-11}
 """Seconds per n^3 (ridge: per n p m). Measured on 2 cores: the RBF SVM dual 3.6 s at n = 1,500
 (peak +177 MB) and 108 s at n = 5,000 with Clarabel; the KLR dual 2.5 s at n = 600 and over
-600 s (1.8 GB) at n = 3,000."""
+600 s (1.8 GB) at n = 3,000; ridge by Cholesky (whole ``solve()``) 1.1-1.2 s at n = 10^5,
+p = 1024 and 7.1-9.2 s at n = 5*10^4, p = 4096 (0.85-1.1e-11 s per n p m; 2e-10 before
+predicted 21 and 168 s)."""
 NO_TIME_LIMIT = frozenset({"ecos", "cholesky"})
 """Solvers without a time limit option (the closed form finishes in its estimated time)."""
 
