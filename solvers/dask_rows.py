@@ -49,6 +49,11 @@ def _rmatvec(a: np.ndarray, v: np.ndarray) -> np.ndarray:
     return a.T @ v
 
 
+def _norms_rmatvec(a: np.ndarray, v: np.ndarray) -> tuple:
+    a = np.asarray(a)
+    return a.T @ v, np.einsum("ij,ij->i", a, a), np.einsum("ij,ij->j", a, a)
+
+
 def _residual_gradient(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
     r = a @ x - b
     return np.append(a.T @ r, r @ r)
@@ -224,15 +229,10 @@ class DaskRows:
         """``A'A``, summed over chunks (d x d travels)."""
         return np.asarray(tree_sum([dask.delayed(_gram)(a) for a in self._a]).compute())
 
-    @staticmethod
-    def _norms_rmatvec(a: np.ndarray, v: np.ndarray) -> tuple:
-        a = np.asarray(a)
-        return a.T @ v, np.einsum("ij,ij->i", a, a), np.einsum("ij,ij->j", a, a)
-
     def norms_rmatvec(self, v: da.Array) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """``(A' v, ||a_i||^2 per row, ||A e_j||^2 per column)`` in one pass; the row norms
         (an n-vector, 8 n bytes) come to the caller, for a row sample drawn there."""
-        got = dask.compute([dask.delayed(self._norms_rmatvec)(a, vb)
+        got = dask.compute([dask.delayed(_norms_rmatvec)(a, vb)
                             for a, vb in zip(self._a, blocks(v), strict=True)])[0]
         return (np.sum([g[0] for g in got], axis=0), np.concatenate([g[1] for g in got]),
                 np.sum([g[2] for g in got], axis=0))

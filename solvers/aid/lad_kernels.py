@@ -3,13 +3,15 @@
 On a chunk of rows (x_i, y_i, s_i) with cluster labels l_i and a fit (beta, b), every pass
 needs the residual ``r_i = y_i - x_i'beta - b`` and a few per-cluster tallies of it. numpy
 spends a full pass over the chunk for each tally (a ``bincount`` per count, a temporary per
-comparison): about 70 ms per 10^6 x 10 chunk for the evaluation. One compiled loop that
-computes r_i and adds it into every tally at once costs about one pass; why this is written
-by hand: no library fuses a matrix-vector product with scattered per-label sums.
+comparison): about 70 ms per 10^6 x 10 chunk for the evaluation. A compiled task computes
+r_i once and adds it into every tally in one more sweep over r (a sweep over x is the cost; the
+scattered tally writes fused into that loop measured slower); why this is written by hand: no
+library fuses a matrix-vector product with scattered per-label sums.
 
-The results equal the numpy twins' (``tests/test_lad_kernels.py``) up to the order of the
-floating-point sums; the objective is summed with Neumaier's compensation, so it is at least
-as accurate as numpy's pairwise sum. ``nogil`` lets Dask's threads run chunks side by side.
+The results equal numpy recomputations of the same formulas (``tests/test_lad_kernels.py``) up to
+the order of the floating-point sums; the objective is summed with Neumaier's compensation, so
+it is at least as accurate as numpy's pairwise sum. ``nogil`` lets Dask's threads run chunks
+side by side.
 
 Losses (``docs/problems/lad.md``): rho_tau(r) = 2 tau r for r > 0 and 2 (tau - 1) r otherwise
 (|r| at tau = 1/2), E = sum_i s_i rho_tau(r_i).
@@ -37,6 +39,17 @@ def _residual(x, y, beta, b, i):  # pragma: no cover - compiled
 
 
 @numba.njit(cache=True, nogil=True)
+def _neumaier(total, comp, term):  # pragma: no cover - compiled
+    """One step of Neumaier's compensated sum: (total + term, the running correction)."""
+    t = total + term
+    if abs(total) >= abs(term):
+        comp += (total - t) + term
+    else:
+        comp += (term - t) + total
+    return t, comp
+
+
+@numba.njit(cache=True, nogil=True)
 def _evaluate_loop(x, y, s, lab, beta, b, K, tol, tau, means, r):  # pragma: no cover
     """E and the tallies per cluster k in one row of T: [pos, neg, count r <= 0, count r > 0,
     (sum |r| over r <= 0, over r > 0)]: one cache line per row touched, not one per tally."""
@@ -46,13 +59,7 @@ def _evaluate_loop(x, y, s, lab, beta, b, K, tol, tau, means, r):  # pragma: no 
     for i in range(n):  # the residuals and E (a loop of its own: the tallies' scattered
         v = _residual(x, y, beta, b, i)  # writes stall it by half when fused, measured)
         r[i] = v
-        term = s[i] * max(up * v, down * v)
-        t = total + term  # Neumaier's compensated sum
-        if abs(total) >= abs(term):
-            comp += (total - t) + term
-        else:
-            comp += (term - t) + total
-        total = t
+        total, comp = _neumaier(total, comp, s[i] * max(up * v, down * v))
     T = np.zeros((K, 6 if means else 4))
     for i in range(n):
         v, k = r[i], lab[i]
@@ -124,16 +131,6 @@ def pk_band(x: np.ndarray, y: np.ndarray, s: np.ndarray, beta: np.ndarray, b: fl
     [rows, W, SX, SY] of those below (row 0) and above (row 1)."""
     return _band_loop(x, y, s, np.ascontiguousarray(beta, dtype=float), float(b), float(a),
                       float(z))
-
-
-@numba.njit(cache=True, nogil=True)
-def _neumaier(total, comp, term):  # pragma: no cover - compiled
-    t = total + term
-    if abs(total) >= abs(term):
-        comp += (total - t) + term
-    else:
-        comp += (term - t) + total
-    return t, comp
 
 
 @numba.njit(cache=True, nogil=True)
