@@ -144,3 +144,23 @@ def test_fused_row_and_column_norms_match_numpy(threads):
     rows, cols = row_column_norms2(A, block_bytes=8 * 37 * 7, threads=threads)
     np.testing.assert_allclose(rows, (A ** 2).sum(axis=1), rtol=1e-13)
     np.testing.assert_allclose(cols, (A ** 2).sum(axis=0), rtol=1e-13)
+
+
+def test_pcg_fd_sketches_the_unscaled_rows(monkeypatch):
+    """pcg-fd keeps the plain FD preconditioner (the column scaling is pcg-rfd's): the same
+    iterates with the column norms withheld, and no Jacobi preconditioner built."""
+    import solvers.sketch.ridge as ridge
+
+    A, b = _data(n=6000, d=40, seed=2, scales=np.logspace(0, -3, 40))
+    kw = dict(method="pcg-fd", m=8, max_iter=400, tol=1e-12)
+    built = []
+    real = ridge.JacobiSketchPreconditioner
+    monkeypatch.setattr(ridge, "JacobiSketchPreconditioner",
+                        lambda *a: built.append(1) or real(*a))
+    res = solve_ridge(A, b, 1.0, **kw)
+    dsk = solve_ridge(*_chunked(A, b, 2000), 1.0, **kw)
+    assert built == [] and res.is_optimal and dsk.is_optimal
+    solve_ridge(A, b, 1.0, **{**kw, "method": "pcg-rfd"})
+    assert built == [1]
+    x_ref = _dense(A, b, 1.0)
+    assert np.linalg.norm(res.x - x_ref) <= 1e-8 * np.linalg.norm(x_ref)

@@ -25,10 +25,11 @@ Methods of :func:`solve_ridge` (``method=``):
   H-norm monotonically. By default Hhat comes from a float32 (R)FD sketch of a length-squared
   sample of ``min(n, 8 m)`` rows (``sketch_rows``; E[sample'sample] = A'A, and FD's bound holds
   against the sample): its accuracy changes the iteration count only, never the answer or its
-  certificate (the true gradient is checked before OPTIMAL). The sketched rows are Jacobi
-  scaled, ``A D^{-1/2}`` with ``D = diag(A'A) + gamma`` (:func:`pcg_preconditioner`),
-  so columns of very different norms do not spread the spectrum the sketch must capture:
-  measured at n = 4e4, d = 400, m = 64 (tol 1e-12), column scales 1..0.05 took 15 iterations
+  certificate (the true gradient is checked before OPTIMAL). For pcg-rfd the sketched rows are
+  Jacobi scaled, ``A D^{-1/2}`` with ``D = diag(A'A) + gamma`` (pcg-fd's are not: see
+  :func:`pcg_preconditioner`), so columns of very different norms do not spread the spectrum
+  the sketch must capture: measured for pcg-rfd at n = 4e4, d = 400, m = 64 (tol 1e-12),
+  column scales 1..0.05 took 15 iterations
   instead of 207, 1/j 19 instead of 86 at gamma = 0.1, log-scaled correlated columns 38
   instead of > 300; equal-norm columns (random Fourier features) the same 29-33, a correlated
   low-rank matrix 42 instead of 37. CG runs on the original problem, so rule and certificate
@@ -237,15 +238,25 @@ def pcg_preconditioner(
     captures what correlation leaves. The sample is drawn by A's row norms (any positive
     probabilities keep E[sample'sample] exact). Without column norms (rows that give none)
     this is :func:`fd_preconditioner` on A itself.
+
+    pcg-fd (``robust=False``) is never scaled: FD has no shift for the mass its sketch misses,
+    and after the scaling that mass is spread over every direction while the preconditioner
+    keeps only ``gamma / D_j`` there. Measured at n = 2*10^4, d = 300, m = 256, gamma = 1
+    (iterations to tol 1e-12, scaled / unscaled): pcg-fd 185 / 69 on log-scaled columns,
+    481 / 248 on scales 1..0.05, 175 / 140 on correlated columns; pcg-rfd 29 / 35, 29 / 53,
+    96 / 104, and at m = 64 16 / over 500 on log-scaled columns.
     """
     rows = _rows(A)
+    kw = dict(robust=robust, block_size=block_size, dtype=PCG_SKETCH_DTYPE,
+              sample_rows=sample_rows, seed=seed, row_norms2=row_norms2)
+    if not robust:
+        return fd_preconditioner(rows, gamma, m, **kw)
     if (col_norms2 is None and row_norms2 is None and type(rows) is NumpyRows
             and sample_rows is not None and sample_rows < rows.shape[0]):
         row_norms2, col_norms2 = row_column_norms2(rows.A)  # the sample's and Jacobi's, fused
     if col_norms2 is None:
         col_norms2 = column_norms2(rows, block_size)
-    kw = dict(robust=robust, block_size=block_size, dtype=PCG_SKETCH_DTYPE,
-              sample_rows=sample_rows, seed=seed, row_norms2=row_norms2)
+    kw["row_norms2"] = row_norms2
     if col_norms2 is None:
         return fd_preconditioner(rows, gamma, m, **kw)
     D = np.asarray(col_norms2, dtype=float) + gamma
