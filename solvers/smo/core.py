@@ -59,7 +59,7 @@ import numba
 import numpy as np
 
 from solvers.numba_cache import ensure_writable_cache
-from solvers.smo.qmatrix import KIND_MATRIX, QMatrix, cache_slots
+from solvers.smo.qmatrix import KIND_MATRIX, KernelQMatrix, QMatrix, cache_slots
 
 ensure_writable_cache(os.path.dirname(__file__))  # before the first @njit(cache=True) below
 
@@ -838,11 +838,21 @@ def joined_history(runs: list[DualSolution]) -> list[dict]:
 
 
 def q_times(qmat: QMatrix, v: np.ndarray, block_elems: int = 2**24) -> np.ndarray:
-    """Q v using only the columns where v != 0, in blocks of at most ``block_elems`` entries."""
+    """Q v using only the columns where v != 0.
+
+    A kernel Q (:class:`~solvers.smo.qmatrix.KernelQMatrix`) is never formed:
+    ``(Q v)_s = y_s sum_t k(x_s, x_t) y_t v_t`` by the compiled kernel sums of
+    :mod:`solvers.smo.kernel_sums`. Otherwise Q's columns are multiplied in blocks of at most
+    ``block_elems`` entries.
+    """
     nz = np.flatnonzero(v)
     out = np.zeros(qmat.n)
     if nz.size == 0:
         return out
+    if isinstance(qmat, KernelQMatrix):
+        from solvers.smo.kernel_sums import kernel_sums  # imports this module
+
+        return qmat.y * kernel_sums(qmat.kernel, qmat.X, qmat.X[nz], qmat.y[nz] * v[nz])
     step = max(1, block_elems // max(qmat.n, 1))
     for start in range(0, nz.size, step):
         idx = nz[start : start + step]

@@ -6,6 +6,10 @@ import numpy as np
 
 from solvers.kernels import Kernel
 
+COMPILED_FROM = 10**6
+"""Kernel values (rows x support vectors) from which the compiled kernel sums are used: below,
+numpy's blocks cost less than importing numba and loading its cache."""
+
 
 def kernel_expansion(
     X_train: np.ndarray,
@@ -15,7 +19,11 @@ def kernel_expansion(
     X_new: np.ndarray,
     block_elems: int = 2**24,
 ) -> np.ndarray:
-    """f(x) = sum_i coef_i k(x_i, x) + b over the rows with coef_i != 0, in memory blocks.
+    """f(x) = sum_i coef_i k(x_i, x) + b over the rows with coef_i != 0.
+
+    Large products use :func:`solvers.smo.kernel_sums.kernel_sums` (compiled, on all cores,
+    about 8x faster than numpy's blocks for RBF); small ones and linear kernels use numpy, in
+    blocks of at most ``block_elems`` kernel values.
 
     Parameters
     ----------
@@ -39,6 +47,10 @@ def kernel_expansion(
         return out
     Xs = X_train[nz]
     cs = coef[nz]
+    if kernel.name != "linear" and m * nz.size >= COMPILED_FROM:
+        from solvers.smo.kernel_sums import kernel_sums  # numba: imported only when worth it
+
+        return out + kernel_sums(kernel, X_new, Xs, cs)
     step = max(1, block_elems // max(nz.size, 1))
     for start in range(0, m, step):
         out[start : start + step] += kernel(X_new[start : start + step], Xs) @ cs

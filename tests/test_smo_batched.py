@@ -1,0 +1,169 @@
+"""Batched working-set SMO against the pairwise core, scikit-learn's SVC and a conic KLR solve."""
+
+from __future__ import annotations
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from sklearn.svm import SVC
+
+from solvers.kernels import Kernel
+from solvers.smo.batched import solve_dual_batched
+from solvers.smo.core import entropy_terms, solve_dual
+from solvers.smo.klr import feasible_start
+from solvers.smo.qmatrix import KernelQMatrix, PrecomputedQMatrix
+
+TOL = 1e-6
+
+
+def clouds(n: int, p: int = 3, sep: float = 1.5, seed: int = 0):
+    """Two Gaussian clouds (+1 / -1) whose means are ``sep`` apart."""
+    rng = np.random.default_rng(seed)
+    h = n // 2
+    X = np.vstack([rng.normal(0, 1, (h, p)), rng.normal(sep / np.sqrt(p), 1, (n - h, p))])
+    return X, np.r_[np.ones(h), -np.ones(n - h)]
+
+
+def weights(n: int, unit: bool, seed: int = 1) -> np.ndarray:
+    return np.ones(n) if unit else np.random.default_rng(seed).uniform(0.3, 3.0, n)
+
+
+def svm_args(n: int, C: np.ndarray) -> dict:
+    return dict(lower=np.zeros(n), upper=C, linear=-np.ones(n), alpha0=np.zeros(n))
+
+
+def klr_args(y: np.ndarray, C: np.ndarray, gamma: np.ndarray, lam: float) -> dict:
+    lo, up = gamma, C - gamma
+    return dict(lower=lo, upper=up, linear=-lam * np.ones(y.size), entropy_C=C,
+                alpha0=feasible_start(y, lo, up, C))
+
+
+def check_solution(sol, K: np.ndarray, y: np.ndarray, args: dict) -> None:
+    """Feasible (y'alpha = 0, inside the box) and grad = Q alpha + p + h'(alpha) recomputed."""
+    a = sol.alpha
+    assert abs(y @ a) <= 1e-10 * np.abs(a).sum()
+    assert np.all(a >= args["lower"]) and np.all(a <= args["upper"])
+    grad = y * (K @ (y * a)) + args["linear"]
+    if args.get("entropy_C") is not None:
+        grad += entropy_terms(a, args["entropy_C"])[1]
+    np.testing.assert_allclose(sol.grad, grad, rtol=0, atol=1e-9 * np.abs(grad).max())
+
+
+@pytest.mark.parametrize("kernel", ["rbf", "linear"])
+@pytest.mark.parametrize("unit", [True, False])
+def test_svm_matches_core_and_sklearn(kernel, unit):
+    n = 800
+    X, y = clouds(n, seed=3)
+    C = weights(n, unit)
+    k = Kernel(kernel, gamma=0.5) if kernel == "rbf" else Kernel("linear")
+    qm = KernelQMatrix(X, y, k)
+    args = svm_args(n, C)
+    ref = solve_dual(qm, y, **args, tol=TOL)
+    sol = solve_dual_batched(qm, y, **args, tol=TOL, working_set=64)
+    assert sol.converged and sol.violation <= TOL
+    assert sol.outer_iterations > 1  # n > q: several working sets were needed
+    assert abs(sol.objective - ref.objective) <= 1e-8 * abs(ref.objective)
+    svc = SVC(C=1.0, kernel=kernel, gamma=0.5, tol=TOL, shrinking=False)
+    svc.fit(X, y, sample_weight=C)
+    dc = svc.dual_coef_[0]
+    K = k(X, X)
+    Ks = K[np.ix_(svc.support_, svc.support_)]
+    svc_obj = 0.5 * dc @ Ks @ dc - np.abs(dc).sum()
+    assert abs(sol.objective - svc_obj) <= 1e-6 * abs(svc_obj)
+    check_solution(sol, K, y, args)
+
+
+@pytest.mark.parametrize("q", [2, 16, 256, 5000])
+def test_svm_working_set_sizes_precomputed(q):
+    """q = 2 (one pair per block) up to q > n; the full-Q path (KIND_MATRIX)."""
+    n = 500
+    X, y = clouds(n, seed=5)
+    K = Kernel("rbf", gamma=0.5)(X, X)
+    qm = PrecomputedQMatrix(K, y)
+    args = svm_args(n, weights(n, False))
+    ref = solve_dual(qm, y, **args, tol=TOL)
+    sol = solve_dual_batched(qm, y, **args, tol=TOL, working_set=q, keep=0.0)
+    assert sol.converged
+    assert abs(sol.objective - ref.objective) <= 1e-8 * abs(ref.objective)
+    check_solution(sol, K, y, args)
+
+
+def klr_conic(K: np.ndarray, y: np.ndarray, C: np.ndarray, lam: float, gamma: np.ndarray) -> float:
+    """min 1/2 a'Qa + sum C_i G(a_i / C_i) - lam sum a, y'a = 0 (and the S-KLR box) by Clarabel."""
+    w, V = np.linalg.eigh(K)
+    keep = w > 1e-10 * w.max()
+    L = V[:, keep] * np.sqrt(w[keep])
+    a = cp.Variable(y.size)
+    d = cp.multiply(a, 1.0 / C)
+    obj = (0.5 * cp.sum_squares(L.T @ cp.multiply(y, a))
+           - cp.sum(cp.multiply(C, cp.entr(d) + cp.entr(1 - d))) - lam * cp.sum(a))
+    cons = [y @ a == 0, a >= gamma, a <= C - gamma]
+    prob = cp.Problem(cp.Minimize(obj), cons)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        prob.solve(solver="CLARABEL")
+    assert prob.status == "optimal"
+    return float(prob.value)
+
+
+@pytest.mark.parametrize(("lam", "gamma", "unit"),
+                         [(0.0, 1e-12, True), (0.0, 1e-12, False), (2.0, 0.05, True),
+                          (1.0, 0.05, False)])
+def test_klr_matches_core_and_conic(lam, gamma, unit):
+    """The open box (gamma = 1e-12 C_i) and an S-KLR box (gamma_i = 0.05 s_i), unit and
+    non-unit weights."""
+    n = 300
+    X, y = clouds(n, p=2, sep=2.0, seed=7)
+    s = weights(n, unit)
+    C = 1.0 * s
+    g = gamma * (C if gamma < 1e-6 else s)
+    K = Kernel("rbf", gamma=0.5)(X, X)
+    qm = PrecomputedQMatrix(K, y)
+    args = klr_args(y, C, g, lam)
+    ref = solve_dual(qm, y, **args, tol=TOL)
+    sol = solve_dual_batched(qm, y, **args, tol=TOL, working_set=32)
+    assert sol.converged and sol.outer_iterations > 1
+    assert abs(sol.objective - ref.objective) <= 1e-8 * abs(ref.objective)
+    conic = klr_conic(K, y, C, lam, g)
+    assert abs(sol.objective - conic) <= 1e-6 * abs(conic)
+    check_solution(sol, K, y, args)
+
+
+def test_klr_kernel_columns_larger_n():
+    """n = 2000 with the kernel computed in the loop (RBF from X), q = 128."""
+    n = 2000
+    X, y = clouds(n, seed=11)
+    C = weights(n, False)
+    qm = KernelQMatrix(X, y, Kernel("rbf", gamma=0.5))
+    args = klr_args(y, C, 1e-12 * C, 0.5)
+    K = Kernel("rbf", gamma=0.5)(X, X)
+    qa0 = y * (K @ (y * args["alpha0"]))
+    ref = solve_dual(qm, y, **args, qa0=qa0, tol=1e-5)
+    sol = solve_dual_batched(qm, y, **args, qa0=qa0, tol=1e-5, working_set=128)
+    assert sol.converged
+    assert abs(sol.objective - ref.objective) <= 1e-8 * abs(ref.objective)
+    check_solution(sol, K, y, args)
+
+
+def test_max_iter_gives_not_converged():
+    n = 600
+    X, y = clouds(n, seed=2)
+    qm = KernelQMatrix(X, y, Kernel("rbf", gamma=0.5))
+    args = svm_args(n, np.ones(n))
+    sol = solve_dual_batched(qm, y, **args, tol=TOL, max_iter=50, working_set=64)
+    assert not sol.converged and not sol.stalled
+    assert sol.iterations == 50 and sol.violation > TOL
+    check_solution(sol, Kernel("rbf", gamma=0.5)(X, X), y, args)
+
+
+@pytest.mark.parametrize(("name", "value"), [("working_set", 1), ("working_set", 2.5),
+                                             ("keep", 1.0), ("inner_factor", -0.1),
+                                             ("inner_steps", 0)])
+def test_bad_parameters_raise(name, value):
+    n = 20
+    X, y = clouds(n)
+    qm = KernelQMatrix(X, y, Kernel("rbf", gamma=0.5))
+    with pytest.raises(ValueError, match=name):
+        solve_dual_batched(qm, y, **svm_args(n, np.ones(n)), **{name: value})
