@@ -170,6 +170,19 @@ def _ranked(key, k):
 
 
 @numba.njit(cache=True)
+def _take_next(ranked, pos, W, nw, in_w):
+    """Append to W the next entry of ``ranked`` from ``pos`` on that is not in W yet;
+    returns (position after it, |W|)."""
+    while pos < ranked.shape[0] and in_w[ranked[pos]]:
+        pos += 1
+    if pos < ranked.shape[0]:
+        W[nw] = ranked[pos]
+        in_w[ranked[pos]] = True
+        return pos + 1, nw + 1
+    return pos, nw
+
+
+@numba.njit(cache=True)
 def _select(y, alpha, lo, up, grad, W, n_keep, q, in_w, kup, klow):
     """Refill W[n_keep:q] from the ranked violators (W[:n_keep] stay); returns
     (|W|, max_{I_up} m, min_{I_low} m)."""
@@ -195,20 +208,9 @@ def _select(y, alpha, lo, up, grad, W, n_keep, q, in_w, kup, klow):
     pu = 0
     pl = 0
     while nw < q and (pu < up_list.shape[0] or pl < low_list.shape[0]):
-        while pu < up_list.shape[0] and in_w[up_list[pu]]:
-            pu += 1
-        if pu < up_list.shape[0]:
-            W[nw] = up_list[pu]
-            in_w[up_list[pu]] = True
-            nw += 1
-        if nw >= q:
-            break
-        while pl < low_list.shape[0] and in_w[low_list[pl]]:
-            pl += 1
-        if pl < low_list.shape[0]:
-            W[nw] = low_list[pl]
-            in_w[low_list[pl]] = True
-            nw += 1
+        pu, nw = _take_next(up_list, pu, W, nw, in_w)
+        if nw < q:
+            pl, nw = _take_next(low_list, pl, W, nw, in_w)
     for k in range(nw):
         in_w[W[k]] = False
     return nw, gmax, gmin
