@@ -167,3 +167,20 @@ def test_bad_parameters_raise(name, value):
     qm = KernelQMatrix(X, y, Kernel("rbf", gamma=0.5))
     with pytest.raises(ValueError, match=name):
         solve_dual_batched(qm, y, **svm_args(n, np.ones(n)), **{name: value})
+
+
+def test_float32_columns():
+    """float32 cached columns (what "auto" picks when Q does not fit cache_mb): the objective
+    within 1e-6 of the float64 run's, grad within float32 rounding of the recomputed one."""
+    n = 1000
+    X, y = clouds(n, seed=4)
+    qm = KernelQMatrix(X, y, Kernel("rbf", gamma=0.5))
+    args = svm_args(n, weights(n, False))
+    f64 = solve_dual_batched(qm, y, **args, tol=1e-4, working_set=64, cache_dtype="float64")
+    f32 = solve_dual_batched(qm, y, **args, tol=1e-4, working_set=64, cache_dtype="float32")
+    assert f32.converged
+    assert abs(f32.objective - f64.objective) <= 1e-6 * abs(f64.objective)
+    K = Kernel("rbf", gamma=0.5)(X, X)
+    grad = y * (K @ (y * f32.alpha)) - 1.0
+    np.testing.assert_allclose(f32.grad, grad, rtol=0, atol=1e-5 * np.abs(grad).max())
+    assert np.max(np.abs(f32.grad - grad)) > 1e-12  # the float32 rounding is really there
