@@ -37,6 +37,11 @@ Outer step k:
 Kernel entries per outer step: n times the columns missing from the cache (the core computes
 at most two columns of length n per pair step, one at a time, re-reading all of X for each).
 No shrinking: the block is always computed on all rows.
+
+Measured (two Gaussian clouds, p = 10, RBF gamma 0.1, C = 1, tol 1e-3, 2 cores, cache 200 MB):
+n = 5*10^4 SVM 12.0-13.6 s at q = 256 / 512 (solve_dual 33-35 s), KLR 41-48 s at q = 512
+(solve_dual 148 s), the objectives within 1e-8 relative of solve_dual's. About 70% of the
+time is the block fill (~3 ns per entry on 2 cores), the rest selection and gradient updates.
 """
 
 from __future__ import annotations
