@@ -267,6 +267,12 @@ _ALPHA0 = Option("alpha0", "array", None, "warm start alpha (clipped into the bo
 _CACHE_DTYPE = Option("cache_dtype", "choice", "auto",
                       "storage of cached kernel columns ('auto': float32 only when Q does not "
                       "fit cache_mb in float64)", choices=("auto", "float64", "float32"))
+_WORKING_SET = Option(
+    "working_set", "int", None,
+    "variables per SMO step: 2 is LIBSVM's pairwise SMO (with shrinking); q > 2 computes the "
+    "q most violating variables' columns of Q in one pass and solves their subproblem by "
+    "pairwise SMO (no shrinking); default: pairwise for n <= 1024, else 256", "q", low=2,
+    none_ok=True)
 _Q = Option("q", "int", 10, "working-set size of the block subproblems", "q", low=2)
 _SMO_TOL = "stop when max_{I_up} m - min_{I_low} m <= tol"
 _REFINE = Option("refine", "bool", True,
@@ -276,7 +282,7 @@ _REFINE = Option("refine", "bool", True,
 SMO_SVM = table(
     _tol(1e-3, _SMO_TOL, "tau"), _CACHE_MB, _SHRINKING,
     _max_iter(10_000_000, "SMO steps (ITERATION_LIMIT when reached)"), _ALPHA0, _CACHE_DTYPE,
-    _REFINE, _verbose(),
+    _REFINE, _verbose(), _WORKING_SET,
 )
 BLOCK_SVM_SOLVERS = ("highs", "ipm-nystroem", "ipm-cholesky")  # = block.SVM_SUBSOLVERS
 BLOCK_SVM = table(
@@ -296,7 +302,7 @@ SMO_KLR = table(
     _max_iter(10_000_000, "SMO steps (ITERATION_LIMIT when reached)"), _ALPHA0,
     Option("sparse_tol", "float", 1e-3,
            "row i is support when alpha_i > gamma_i + sparse_tol * C_i", low=0.0),
-    _CACHE_DTYPE, _REFINE, _verbose(),
+    _CACHE_DTYPE, _REFINE, _verbose(), _WORKING_SET,
 )
 BLOCK_KLR = table(
     _Q, _tol(1e-6, _SMO_TOL, "tau"),

@@ -184,3 +184,26 @@ def test_float32_columns():
     grad = y * (K @ (y * f32.alpha)) - 1.0
     np.testing.assert_allclose(f32.grad, grad, rtol=0, atol=1e-5 * np.abs(grad).max())
     assert np.max(np.abs(f32.grad - grad)) > 1e-12  # the float32 rounding is really there
+
+
+def test_smo_svm_and_klr_pick_the_batched_solver_above_1024_rows_and_agree_with_pairwise():
+    """The default working set (auto_working_set) of smo_svm / smo_klr: pairwise up to 4 q rows,
+    batched above; both certified at the same optimum as the pairwise solve."""
+    from solvers.smo import smo_klr, smo_svm
+    from solvers.smo.core import BATCHED_WORKING_SET
+
+    rng = np.random.default_rng(7)
+    n = 4 * BATCHED_WORKING_SET + 200
+    X = np.vstack([rng.normal(0.0, 1.0, (n // 2, 4)), rng.normal(0.8, 1.0, (n - n // 2, 4))])
+    y = np.r_[np.ones(n // 2), -np.ones(n - n // 2)]
+    for solve in (smo_svm, smo_klr):
+        auto = solve(X, y, C=1.0, kernel="rbf", tol=1e-3)
+        pair = solve(X, y, C=1.0, kernel="rbf", tol=1e-3, working_set=2)
+        assert auto.extra["working_set"] == BATCHED_WORKING_SET
+        assert pair.extra["working_set"] == 2
+        assert auto.certified and pair.certified
+        assert abs(auto.objective - pair.objective) <= 2e-6 * auto.scale
+        small = solve(X[::5], y[::5], C=1.0, kernel="rbf")
+        assert small.extra["working_set"] == 2
+    with pytest.raises(ValueError, match="working_set"):
+        smo_svm(X, y, working_set=1)

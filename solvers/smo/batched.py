@@ -332,7 +332,7 @@ def _inner_smo(Qw, y, a, b, g, lo, up, cent, qd, hdd, ent, stop, cap):
 @numba.njit(cache=True)
 def _batched_loop(kind, XT, sqn, gamma, coef0, degree, y, lo, up, ent, cent,
                   alpha, beta, grad, qd, tol, max_iter, q, n_keep, inner_factor, inner_steps,
-                  Kc, trace):
+                  Kc, trace, verbose):
     """Run the batched SMO in place on alpha / beta / grad. ``Kc``: the column cache
     (n_slots >= q rows of length n), or Q itself for kind 3. ``trace[k]`` = (pair steps so
     far, violation) of outer step k while it has room. Returns (outer steps, pair steps,
@@ -377,6 +377,9 @@ def _batched_loop(kind, XT, sqn, gamma, coef0, degree, y, lo, up, ent, cent,
             status = STATUS_ITERATION_LIMIT
             break
         outer += 1
+        if verbose and outer % 200 == 0:
+            print("smo: working set", q, "outer step", outer, "pair steps", steps,
+                  "violation", gmax - gmin)
         cnt = _cache_columns(W, nw, slot_of, col_in, tick, clock, need, need_slot)
         if cnt > 0:
             _fill_block(kind, XT, sqn, gamma, coef0, degree, y, need, need_slot, cnt, Kc, buf)
@@ -458,9 +461,10 @@ def solve_dual_batched(
 ) -> BatchedDualSolution:
     """Minimise 1/2 a'Qa + p'a + sum h_i(a_i) s.t. y'a = 0, l <= a <= u by batched SMO.
 
-    Parameters as :func:`solvers.smo.core.solve_dual` (``shrinking``, ``verbose`` and
-    ``cache`` are accepted and ignored: no shrinking; ``cache_dtype`` as there: "auto" keeps
-    float32 columns when Q does not fit ``cache_mb`` in float64), plus
+    Parameters as :func:`solvers.smo.core.solve_dual` (``shrinking`` and ``cache`` are
+    accepted and ignored: no shrinking; ``verbose`` prints a line every 200 outer steps;
+    ``cache_dtype`` as there: "auto" keeps float32 columns when Q does not fit ``cache_mb`` in
+    float64), plus
 
     working_set : int
         q, the variables per outer step (>= 2; capped at n).
@@ -473,7 +477,7 @@ def solve_dual_batched(
     cache_mb : float
         Budget of the column cache (at least q columns are kept whatever the budget).
     """
-    del shrinking, verbose, cache
+    del shrinking, cache
     y = np.ascontiguousarray(y, dtype=float)
     n = y.size
     q = min(_check_int(working_set, "working_set", 2), n)
@@ -506,7 +510,7 @@ def solve_dual_batched(
     outer, steps, status, evals = _batched_loop(
         spec.kind, spec.X, spec.sqnorm, spec.gamma, spec.coef0, spec.degree, y, lo, up,
         ent, cent, alpha, beta, grad, qd, float(tol), int(max_iter), q,
-        int(math.floor(keep * q)), float(inner_factor), cap, Kc, trace)
+        int(math.floor(keep * q)), float(inner_factor), cap, Kc, trace, bool(verbose))
     m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
     hval, hp = entropy_terms(alpha, cent, beta) if ent else (np.zeros(1), 0.0)
     qa = grad - lin - hp

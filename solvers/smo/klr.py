@@ -51,7 +51,14 @@ from solvers.smo.certificate import (
     refine_loop,
     stopping_rule,
 )
-from solvers.smo.core import DualSolution, joined_history, q_matrix, solve_dual, termination_of
+from solvers.smo.core import (
+    DualSolution,
+    auto_working_set,
+    joined_history,
+    q_matrix,
+    solve_dual,
+    termination_of,
+)
 from solvers.smo.prediction import kernel_expansion
 from solvers.smo.qmatrix import KernelQMatrix, PrecomputedQMatrix, QMatrix
 from solvers.validation import (
@@ -173,6 +180,7 @@ def solve_klr_problem(
     cache_dtype: str = "auto",
     refine: bool = True,
     verbose: bool = False,
+    working_set: int | None = None,
 ) -> SolveResult:
     """Solve one prepared KLR dual at ``lam`` (warm start from ``alpha0``, ``qa0`` = Q alpha0;
     ``refine``: continue until the gap certificate holds, see the module docstring)."""
@@ -180,6 +188,8 @@ def solve_klr_problem(
     lam = check_nonnegative(lam, "lam", "smo_klr")
     tol = check_positive(tol, "tol", "smo_klr")
     max_iter = check_int(max_iter, "max_iter", "smo_klr")
+    working_set = check_int(working_set, "working_set", "smo_klr", low=2, none_ok=True)
+    q = auto_working_set(prob.qmat) if working_set is None else working_set
     yk = prob.yk
     if alpha0 is None:
         start = feasible_start(yk, prob.lower, prob.upper, prob.C)
@@ -197,7 +207,7 @@ def solve_klr_problem(
         runs.append(solve_dual(prob.qmat, yk, prob.lower, prob.upper, lin, entropy_C=prob.C,
                                alpha0=a0, qa0=q0, tol=tol_, max_iter=budget,
                                shrinking=shrinking, cache_dtype=cache_dtype, verbose=verbose,
-                               cache=None if prev is None else prev.cache))
+                               cache=None if prev is None else prev.cache, working_set=q))
         return runs[-1]
 
     first = run(None, tol, max_iter)
@@ -208,6 +218,7 @@ def solve_klr_problem(
     res.extra["stopping_rule"] = stopping_rule(sol.violation, tol_met, tol, rounds, cert)
     res.extra["history"] = joined_history(runs)
     res.extra["kernel_evals"] = sum(r.kernel_evals for r in runs)
+    res.extra["working_set"] = q
     res.raw_status = (f"violation {sol.violation:.3e} (tol {tol_met:.0e}) after {iters} "
                       f"iterations, relative gap {cert.gap:.1e}")
     return res
@@ -316,6 +327,7 @@ def smo_klr(
     cache_dtype: str = "auto",
     refine: bool = True,
     verbose: bool = False,
+    working_set: int | None = None,
 ) -> SolveResult:
     """Train the (S-)KLR dual by second-order SMO with a Newton two-variable step.
 
@@ -351,6 +363,9 @@ def smo_klr(
     refine : bool
         Continue with tighter tolerances after ``tol`` until the relative duality gap is within
         CERTIFICATE_TOL (module docstring); False stops at ``tol``.
+    working_set : int or None
+        q, the variables per step, as in :func:`solvers.smo.svm.smo_svm` (2: pairwise SMO;
+        None: pairwise for n <= 1024, else q = 256).
 
     Returns
     -------
@@ -365,7 +380,8 @@ def smo_klr(
     a0 = None if alpha0 is None else check_vector(alpha0, prob.y.size, "alpha0")
     return solve_klr_problem(prob, lam, tol=tol, shrinking=shrinking, max_iter=max_iter,
                              alpha0=None if a0 is None else a0[prob.keep],
-                             cache_dtype=cache_dtype, refine=refine, verbose=verbose)
+                             cache_dtype=cache_dtype, refine=refine, verbose=verbose,
+                             working_set=working_set)
 
 
 def lam_path(
@@ -377,7 +393,8 @@ def lam_path(
     linear term. ``kwargs`` are those of :func:`smo_klr` (without ``lam`` / ``alpha0``).
     """
     solve_kw = {k: kwargs.pop(k)
-                for k in ("tol", "shrinking", "max_iter", "cache_dtype", "refine", "verbose")
+                for k in ("tol", "shrinking", "max_iter", "cache_dtype", "refine", "verbose",
+                          "working_set")
                 if k in kwargs}
     prob = prepare_klr(X, y, **kwargs)
     out: list[SolveResult] = []

@@ -35,7 +35,13 @@ from solvers.smo.certificate import (
     svm_best_intercept,
     svm_gap,
 )
-from solvers.smo.core import DualSolution, joined_history, solve_dual, termination_of
+from solvers.smo.core import (
+    DualSolution,
+    auto_working_set,
+    joined_history,
+    solve_dual,
+    termination_of,
+)
 from solvers.smo.prediction import kernel_expansion
 from solvers.smo.qmatrix import KernelQMatrix, PrecomputedQMatrix, QMatrix
 from solvers.validation import (
@@ -82,6 +88,7 @@ def smo_svm(
     cache_dtype: str = "auto",
     refine: bool = True,
     verbose: bool = False,
+    working_set: int | None = None,
 ) -> SolveResult:
     """Train the weighted SVM dual by second-order SMO.
 
@@ -118,6 +125,12 @@ def smo_svm(
         is then CONVERGED unless the gap happens to be within CERTIFICATE_TOL).
     verbose : bool
         Progress output.
+    working_set : int or None
+        q, the variables per step: 2 is LIBSVM's pairwise SMO (with ``shrinking``); q > 2 takes
+        the q most violating variables, computes their q columns of Q in one pass over the
+        data and solves that subproblem by pairwise SMO (:mod:`solvers.smo.batched`, no
+        shrinking). None: :func:`solvers.smo.core.auto_working_set` (pairwise for
+        n <= 1024, else q = 256).
 
     Returns
     -------
@@ -138,6 +151,7 @@ def smo_svm(
     tol = check_positive(tol, "tol", f)
     check_positive(cache_mb, "cache_mb", f)
     max_iter = check_int(max_iter, "max_iter", f)
+    working_set = check_int(working_set, "working_set", f, low=2, none_ok=True)
     s = check_sample_weight(sample_weight, n)
     cw = class_weight_vector(check_class_weight(class_weight, classes), y_pm)
     a0 = None if alpha0 is None else check_vector(alpha0, n, "alpha0")
@@ -154,6 +168,7 @@ def smo_svm(
     lo = np.zeros_like(up)
     start = np.zeros_like(up) if a0 is None else _feasible_warm_start(a0[idx], yk, up)
     qmat = make_qmatrix(Xk, yk, kernel, cache_mb)
+    q = auto_working_set(qmat) if working_set is None else working_set
     build = time.perf_counter() - t0
 
     lin = -np.ones_like(up)
@@ -165,7 +180,8 @@ def smo_svm(
         rounds_run.append(solve_dual(qmat, yk, lo, up, lin, alpha0=a0, qa0=qa0, tol=tol_,
                                      max_iter=budget, shrinking=shrinking,
                                      cache_dtype=cache_dtype, verbose=verbose,
-                                     cache=None if prev is None else prev.cache))
+                                     cache=None if prev is None else prev.cache,
+                                     working_set=q))
         return rounds_run[-1]
 
     def certificate(s: DualSolution) -> Certificate:
@@ -195,6 +211,7 @@ def smo_svm(
         "upper": upper_all,
         "decision_train": f_train,
         "kernel_evals": sum(r.kernel_evals for r in rounds_run),
+        "working_set": q,
         "history": joined_history(rounds_run),
     }
     return SolveResult(
