@@ -36,12 +36,33 @@ Outer step k:
 
 Kernel entries per outer step: n times the columns missing from the cache (the core computes
 at most two columns of length n per pair step, one at a time, re-reading all of X for each).
-No shrinking: the block is always computed on all rows.
+
+Shrinking (``shrinking=True``, LIBSVM's rule as in the core; not with Q given in full): before
+the outer step that reaches min(n, SHRINK_EVERY) pair steps since the last check, t is dropped
+when it lies in I_up only with m_t < min_{I_low} m, in I_low only with m_t > max_{I_up} m (in
+neither: l = u); a check shrinks only when it drops at least SHRINK_MIN_FRACTION of the active
+variables. The loop then works on compacted copies of the active variables (X's active
+columns, y, alpha, G, ... contiguous; cached columns compacted in place to the active rows,
+those of dropped variables evicted), so the block fill, the gradient update and the selection
+run on the active rows only. For a shrunk row t the loop keeps
+G_bar_t = sum_{s at a bound} alpha_s Q_ts: when t is dropped it is G_t - p_t [- h'_t] -
+sum_{free s} alpha_s Q_ts (free x dropped kernel entries), and after each subproblem every
+w in W whose bound share (alpha_w at a bound, else 0) changed adds its change times Q_tw
+(those columns on the shrunk rows only). The shrunk rows' gradient is rebuilt as
+G_t = G_bar_t + p_t [+ h'_t] + sum_{free s} alpha_s Q_ts (free x shrunk entries), every
+variable made active again and the cache emptied (its columns lack the shrunk rows): the
+first time a check sees a violation <= 10 tol (then shrinking goes on), when the violation on
+the active set is <= tol (the stopping test is then repeated on all variables; the loop goes on
+if it fails) and at an iteration limit or stall. KLR's variables stay strictly inside the box,
+so it never shrinks (the run is the same as without).
 
 Measured (two Gaussian clouds, p = 10, RBF gamma 0.1, C = 1, tol 1e-3, 2 cores, cache 200 MB):
-n = 5*10^4 SVM 12.0-13.6 s at q = 256 / 512 (solve_dual 33-35 s), KLR 41-48 s at q = 512
-(solve_dual 148 s), the objectives within 1e-8 relative of solve_dual's. About 70% of the
-time is the block fill (~3 ns per entry on 2 cores), the rest selection and gradient updates.
+n = 5*10^4 SVM without shrinking 12.0-13.6 s at q = 256 / 512 (solve_dual 33-35 s), KLR
+41-48 s at q = 512 (solve_dual 148 s), the objectives within 1e-8 relative of solve_dual's.
+About 70% of the time is the block fill (~3 ns per entry on 2 cores), the rest selection and
+gradient updates. With shrinking (q = 256): 3.45e9 -> 2.70e9 kernel entries, of which 0.18e9
+G_bar updates and 0.18e9 the two rebuilds (1875 free variables); nothing can be dropped in the
+first ~20% of the pair steps, where most of the entries are computed.
 """
 
 from __future__ import annotations
@@ -61,6 +82,7 @@ from solvers.smo.core import (
     _hpp,
     _in_low,
     _in_up,
+    _shrinkable,
     _step_entropy,
     _step_quadratic,
     entropy_terms,
@@ -74,10 +96,27 @@ TAU = 1e-12
 ROW_BLOCK = 512
 """Rows per parallel task of a block fill and of the gradient update (X's p x ROW_BLOCK rows
 stay in the L1 / L2 cache while every missing column is computed on them)."""
+SHRINK_EVERY = 1000
+"""Pair steps between shrinking checks (LIBSVM: min(n, 1000) iterations); a check runs before
+the working set of the outer step that reaches them."""
+SHRINK_MIN_FRACTION = 0.05
+"""A check shrinks only when it can drop at least this fraction of the active variables (each
+shrink compacts the data and the cached columns)."""
 STATUS_CONVERGED, STATUS_ITERATION_LIMIT, STATUS_STALLED = 0, 1, 2
 
 
 # ---------------------------------------------------------------- the n x q block
+@numba.njit(cache=True)
+def _columns_of(XT, cols, ncols):
+    """The rows x_t of the columns t in cols[:ncols], contiguous (ncols x p)."""
+    p = XT.shape[0]
+    XW = np.empty((ncols, p))
+    for k in range(ncols):
+        for r in range(p):
+            XW[k, r] = XT[r, cols[k]]
+    return XW
+
+
 @numba.njit(cache=True, fastmath=FASTMATH, parallel=True)
 def _fill_block(kind, XT, sqn, gamma, coef0, degree, y, cols, slots, nfill, Kc, buf):
     """Kc[slots[k]] = Q_:cols[k] for k < nfill, all n rows, in one pass over X.
@@ -87,10 +126,7 @@ def _fill_block(kind, XT, sqn, gamma, coef0, degree, y, cols, slots, nfill, Kc, 
     """
     n = y.shape[0]
     p = XT.shape[0]
-    XW = np.empty((nfill, p))  # the new columns' rows of X, contiguous
-    for k in range(nfill):
-        for r in range(p):
-            XW[k, r] = XT[r, cols[k]]
+    XW = _columns_of(XT, cols, nfill)  # the new columns' rows of X, contiguous
     nb = (n + ROW_BLOCK - 1) // ROW_BLOCK
     for b in numba.prange(nb):
         lo = b * ROW_BLOCK
@@ -328,16 +364,262 @@ def _inner_smo(Qw, y, a, b, g, lo, up, cent, qd, hdd, ent, stop, cap):
     return steps, False
 
 
+# ---------------------------------------------------------------- shrinking
+@numba.njit(cache=True, fastmath=FASTMATH, parallel=True)
+def _rows_times(kind, XTr, sqnr, yr, XT, sqn, y, gamma, coef0, degree, cols, coef, ncols, out):
+    """out[r] += sum_{k < ncols} coef[k] Q_{s_r, cols[k]} for the rows s_r held compacted in
+    XTr / sqnr / yr (``cols`` index the full XT / sqn / y). The shrunk rows' share of the
+    gradient; kernel entries: ncols * len(out)."""
+    m_all = yr.shape[0]
+    p = XT.shape[0]
+    XW = _columns_of(XT, cols, ncols)
+    nb = (m_all + ROW_BLOCK - 1) // ROW_BLOCK
+    for b in numba.prange(nb):
+        lo = b * ROW_BLOCK
+        hi = min(m_all, lo + ROW_BLOCK)
+        m = hi - lo
+        tile = np.empty((p, m))
+        for r in range(p):
+            tile[r, :] = XTr[r, lo:hi]
+        acc = np.empty(m)
+        col = np.empty(m)
+        o = out[lo:hi]
+        for k in range(ncols):
+            i = cols[k]
+            _fill_contiguous(kind, tile, 0, m, sqnr[lo:hi], gamma, coef0, degree, yr[lo:hi], y[i],
+                             XW[k], sqn[i], col, acc)
+            c = coef[k]
+            for t in range(m):
+                o[t] += c * col[t]
+
+
+@numba.njit(cache=True)
+def _rows_of(XT, rows):
+    """XT restricted to the columns ``rows`` (p x len(rows)), contiguous."""
+    p = XT.shape[0]
+    m = rows.shape[0]
+    XTr = np.empty((p, m))
+    for r in range(p):
+        src = XT[r]
+        dst = XTr[r]
+        for k in range(m):
+            dst[k] = src[rows[k]]
+    return XTr
+
+
+@numba.njit(cache=True)
+def _free_of(act, alpha, lo, up):
+    """(global indices, alpha) of the free variables l < alpha < u among the active rows."""
+    cnt = 0
+    for k in range(act.shape[0]):
+        if lo[k] < alpha[k] < up[k]:
+            cnt += 1
+    idx = np.empty(cnt, np.int64)
+    val = np.empty(cnt)
+    cnt = 0
+    for k in range(act.shape[0]):
+        if lo[k] < alpha[k] < up[k]:
+            idx[cnt] = act[k]
+            val[cnt] = alpha[k]
+            cnt += 1
+    return idx, val
+
+
+@numba.njit(cache=True)
+def _shrink_mask(y, alpha, lo, up, grad, gmax, gmin, keep):
+    """LIBSVM's rule: keep[k] = False for k in I_up only with m_k < gmin, in I_low only with
+    m_k > gmax, or in neither. Returns the number kept."""
+    cnt = 0
+    for k in range(y.shape[0]):
+        drop = _shrinkable(y[k], alpha[k], lo[k], up[k], -y[k] * grad[k], gmax, gmin)
+        keep[k] = not drop
+        cnt += 0 if drop else 1
+    return cnt
+
+
+@numba.njit(cache=True)
+def _extremes_c(y, alpha, lo, up, grad):
+    """(max_{I_up} m, min_{I_low} m) over the given (compacted) variables."""
+    gmax = -np.inf
+    gmin = np.inf
+    for k in range(y.shape[0]):
+        m = -y[k] * grad[k]
+        if _in_up(y[k], alpha[k], lo[k], up[k]):
+            gmax = max(gmax, m)
+        if _in_low(y[k], alpha[k], lo[k], up[k]):
+            gmin = min(gmin, m)
+    return gmax, gmin
+
+
+@numba.njit(cache=True, parallel=True)
+def _compact_cache(Kc, col_in, slot_of, newpos, kpos, tick):
+    """Keep the cached columns of the variables that stay active, on the rows that stay active,
+    kpos (ascending old positions): col[k] = col[kpos[k]] in place, a forward copy since
+    kpos[k] >= k; evict the others. slot_of and col_in are renumbered by ``newpos`` (-1 for a
+    dropped row)."""
+    n_slots = col_in.shape[0]
+    m = kpos.shape[0]
+    for s in numba.prange(n_slots):
+        c = col_in[s]
+        if c >= 0 and newpos[c] >= 0:
+            col = Kc[s]
+            for k in range(m):
+                col[k] = col[kpos[k]]
+    for k in range(slot_of.shape[0]):
+        slot_of[k] = -1
+    for s in range(n_slots):
+        c = col_in[s]
+        if c >= 0 and newpos[c] >= 0:
+            col_in[s] = newpos[c]
+            slot_of[newpos[c]] = s
+        else:
+            col_in[s] = -1
+            tick[s] = 0
+
+
+@numba.njit(cache=True)
+def _bound_part(alpha, lo, up):
+    """alpha on a bound, else 0 (its share of G_bar = sum_{t at a bound} alpha_t Q_:t)."""
+    return alpha if (alpha == lo or alpha == up) else 0.0
+
+
+@numba.njit(cache=True)
+def _gather(XT, sqn, y, lo, up, cent, qd, alpha, beta, grad, rows):
+    """The per-variable arrays restricted to ``rows``, compacted (new contiguous arrays)."""
+    return (_rows_of(XT, rows), sqn[rows], y[rows], lo[rows], up[rows], cent[rows], qd[rows],
+            alpha[rows], beta[rows], grad[rows])
+
+
+@numba.njit(cache=True)
+def _scatter(act, aa, ba, ga, alpha, beta, grad):
+    """Write the active variables' alpha, beta, grad back to the full arrays."""
+    for k in range(act.shape[0]):
+        t = act[k]
+        alpha[t] = aa[k]
+        beta[t] = ba[k]
+        grad[t] = ga[k]
+
+
+@numba.njit(cache=True)
+def _shrunk_gradient(kind, XT, sqn, y, gamma, coef0, degree, lin, ent, alpha, beta, grad,
+                     act, aa, la, ua, inact, XTi, sqi, yI, bI):
+    """grad_t = G_bar_t + p_t [+ h'_t] + sum_{free s} alpha_s Q_ts for the shrunk rows t (the
+    active alpha already written back). Returns the kernel entries computed."""
+    m = inact.shape[0]
+    if m == 0:
+        return 0
+    out = bI.copy()
+    for r in range(m):
+        t = inact[r]
+        out[r] += lin[t] + (_hp(alpha[t], beta[t]) if ent else 0.0)
+    fidx, fval = _free_of(act, aa, la, ua)
+    _rows_times(kind, XTi, sqi, yI, XT, sqn, y, gamma, coef0, degree, fidx, fval,
+                fidx.shape[0], out)
+    for r in range(m):
+        grad[inact[r]] = out[r]
+    return fidx.shape[0] * m
+
+
+@numba.njit(cache=True)
+def _unshrink(kind, XT, sqn, y, gamma, coef0, degree, lin, ent, alpha, beta, grad, act, aa, ba,
+              ga, la, ua, inact, XTi, sqi, yI, bI, W, nw, slot_of, col_in, tick, gbar, gbar_at,
+              stamp):
+    """Every variable active again: alpha / beta / grad written back, the shrunk rows' gradient
+    rebuilt, W renumbered to rows, the cache emptied (its columns lack the shrunk rows). The
+    shrunk rows' G_bar is kept in gbar (valid while gbar_at == stamp, i.e. until the next
+    step, for a shrink right after). Returns the kernel entries computed."""
+    _scatter(act, aa, ba, ga, alpha, beta, grad)
+    evals = _shrunk_gradient(kind, XT, sqn, y, gamma, coef0, degree, lin, ent, alpha, beta,
+                             grad, act, aa, la, ua, inact, XTi, sqi, yI, bI)
+    for r in range(inact.shape[0]):
+        gbar[inact[r]] = bI[r]
+        gbar_at[inact[r]] = stamp
+    for k in range(nw):
+        W[k] = act[W[k]]
+    slot_of[:] = -1
+    col_in[:] = -1
+    tick[:] = 0
+    return evals
+
+
+@numba.njit(cache=True)
+def _shrink(kind, XT, sqn, y, gamma, coef0, degree, lin, ent, alpha, beta, grad, act, aa, ba,
+            ga, la, ua, keepm, inact, bI, W, nw, Kc, slot_of, col_in, tick, gbar, gbar_at, stamp):
+    """Drop the active variables with keepm False. Their G_bar is
+    G_t - p_t [- h'_t] - sum_{free s} alpha_s Q_ts (kernel entries: free x dropped). Cached
+    columns of the kept variables are compacted to the kept rows, W renumbered. Rows whose G_bar
+    is still known (gbar_at == stamp: shrunk until the un-shrink just before) take it from gbar.
+    Returns (act, inact, XTi, sqn and y of inact, bI, |W|, kernel entries)."""
+    _scatter(act, aa, ba, ga, alpha, beta, grad)
+    n_act = act.shape[0]
+    newpos = np.empty(n_act, np.int64)
+    n_keep = 0
+    for k in range(n_act):
+        newpos[k] = n_keep if keepm[k] else -1
+        n_keep += 1 if keepm[k] else 0
+    kept = np.empty(n_keep, np.int64)
+    dropped = np.empty(n_act - n_keep, np.int64)
+    for k in range(n_act):
+        if keepm[k]:
+            kept[newpos[k]] = act[k]
+    m = 0
+    for k in range(n_act):
+        if not keepm[k]:
+            dropped[m] = act[k]
+            m += 1
+    out = np.empty(m)
+    new = np.empty(m, np.int64)  # positions in dropped whose G_bar is computed
+    m_new = 0
+    for r in range(m):
+        t = dropped[r]
+        if gbar_at[t] == stamp:
+            out[r] = gbar[t]
+        else:
+            new[m_new] = r
+            m_new += 1
+    rows = dropped[new[:m_new]]
+    part = np.empty(m_new)
+    for r in range(m_new):
+        t = rows[r]
+        part[r] = grad[t] - lin[t] - (_hp(alpha[t], beta[t]) if ent else 0.0)
+    fidx, fval = _free_of(act, aa, la, ua)
+    _rows_times(kind, _rows_of(XT, rows), sqn[rows], y[rows], XT, sqn, y, gamma, coef0, degree,
+                fidx, -fval, fidx.shape[0], part)
+    for r in range(m_new):
+        out[new[r]] = part[r]
+    kpos = np.empty(n_keep, np.int64)
+    for k in range(n_act):
+        if keepm[k]:
+            kpos[newpos[k]] = k
+    _compact_cache(Kc, col_in, slot_of, newpos, kpos, tick)
+    k2 = 0
+    for k in range(nw):
+        if keepm[W[k]]:
+            W[k2] = newpos[W[k]]
+            k2 += 1
+    inact = np.concatenate((inact, dropped))
+    return (kept, inact, _rows_of(XT, inact), sqn[inact], y[inact], np.concatenate((bI, out)),
+            k2, fidx.shape[0] * m_new)
+
+
 # ---------------------------------------------------------------- the outer loop
 @numba.njit(cache=True)
-def _batched_loop(kind, XT, sqn, gamma, coef0, degree, y, lo, up, ent, cent,
+def _batched_loop(kind, XT, sqn, gamma, coef0, degree, y, lo, up, lin, ent, cent,
                   alpha, beta, grad, qd, tol, max_iter, q, n_keep, inner_factor, inner_steps,
-                  Kc, trace, verbose):
+                  shrink_every, min_drop, Kc, trace, verbose):
     """Run the batched SMO in place on alpha / beta / grad. ``Kc``: the column cache
-    (n_slots >= q rows of length n), or Q itself for kind 3. ``trace[k]`` = (pair steps so
-    far, violation) of outer step k while it has room. Returns (outer steps, pair steps,
-    status, kernel entries)."""
+    (n_slots >= q rows of length n), or Q itself for kind 3 (never shrunk). ``trace[k]`` =
+    (pair steps so far, violation on the active set) of outer step k while it has room.
+    Shrinking (``shrink_every`` > 0, not for kind 3): a check every min(n, shrink_every) pair
+    steps, which shrinks when it can drop at least ``min_drop`` times the active variables.
+    Returns (outer steps, pair steps, status, kernel entries, reconstructions).
+
+    The loop works on compacted copies of the active variables (index k <-> row act[k]);
+    cached columns hold the active rows in that order. Shrunk rows keep G_bar (bI) and
+    their data (XTi), see the module docstring."""
     n = y.shape[0]
+    p = XT.shape[0]
+    shrinking = shrink_every > 0 and kind != 3
     n_slots = Kc.shape[0]
     slot_of = np.arange(n) if kind == 3 else -np.ones(n, np.int64)
     col_in = np.arange(n) if kind == 3 else -np.ones(n_slots, np.int64)
@@ -353,25 +635,87 @@ def _batched_loop(kind, XT, sqn, gamma, coef0, degree, y, lo, up, ent, cent,
     need_slot = np.empty(q, np.int64)
     sl = np.empty(q, np.int64)
     d = np.empty(q)
+    tc = np.empty(q, np.int64)
+    tdc = np.empty(q)
     Qw = np.empty((q, q))
     yw, aw, bw, gw = np.empty(q), np.empty(q), np.empty(q), np.empty(q)
     low, upw, cw, qdw, hw = np.empty(q), np.empty(q), np.empty(q), np.empty(q), np.zeros(q)
+    act = np.arange(n)
+    XTa, sa, ya, la, ua, ca, qda, aa, ba, ga = _gather(XT, sqn, y, lo, up, cent, qd, alpha,
+                                                      beta, grad, act)
+    inact = np.empty(0, np.int64)
+    XTi = np.empty((p, 0))
+    sqi = np.empty(0)
+    yI = np.empty(0)
+    bI = np.empty(0)  # G_bar on the shrunk rows
+    gbar = np.zeros(n)
+    gbar_at = -np.ones(n, np.int64)
+    unshrunk = False
+    rebuild = False
+    last_check = 0
+    n_rebuild = 0
     outer = 0
     steps = 0
     evals = 0
+    evals_bar = 0
     status = STATUS_CONVERGED
     nw = 0
     while True:
+        check = shrinking and steps - last_check >= min(n, shrink_every)
+        if check:
+            last_check = steps
+            gmax, gmin = _extremes_c(ya, aa, la, ua, ga)
+            if not unshrunk and gmax - gmin <= 10.0 * tol:  # LIBSVM's early un-shrink
+                unshrunk = True
+                rebuild = act.shape[0] < n
+        if rebuild:
+            rebuild = False
+            e0 = evals
+            evals += _unshrink(kind, XT, sqn, y, gamma, coef0, degree, lin, ent, alpha, beta,
+                               grad, act, aa, ba, ga, la, ua, inact, XTi, sqi, yI, bI, W, nw,
+                               slot_of, col_in, tick, gbar, gbar_at, outer)
+            n_rebuild += 1
+            if verbose:
+                print("smo: un-shrink at pair step", steps, "kernel entries", evals - e0)
+            act = np.arange(n)
+            XTa, sa, ya, la, ua, ca, qda, aa, ba, ga = _gather(XT, sqn, y, lo, up, cent, qd,
+                                                              alpha, beta, grad, act)
+            inact = np.empty(0, np.int64)
+            XTi = np.empty((p, 0))
+            sqi = np.empty(0)
+            yI = np.empty(0)
+            bI = np.empty(0)
+        n_act = act.shape[0]
+        if check:
+            keepm = np.empty(n_act, np.bool_)
+            cnt = _shrink_mask(ya, aa, la, ua, ga, gmax, gmin, keepm)
+            if n_act - cnt >= max(1.0, min_drop * n_act):
+                act, inact, XTi, sqi, yI, bI, nw, e = _shrink(
+                    kind, XT, sqn, y, gamma, coef0, degree, lin, ent, alpha, beta, grad, act, aa,
+                    ba, ga, la, ua, keepm, inact, bI, W, nw, Kc, slot_of, col_in, tick, gbar,
+                    gbar_at, outer)
+                evals += e
+                if verbose:
+                    print("smo: shrink at pair step", steps, "active", n_act, "->",
+                          act.shape[0], "kernel entries", e)
+                XTa, sa, ya, la, ua, ca, qda, aa, ba, ga = _gather(XT, sqn, y, lo, up, cent, qd,
+                                                                  alpha, beta, grad, act)
+                n_act = act.shape[0]
         keep = min(n_keep, nw) if outer > 0 else 0
         for k in range(keep):  # the newest entries of the previous W stay, in front
             W_prev[k] = W[nw - keep + k]
         for k in range(keep):
             W[k] = W_prev[k]
-        nw, gmax, gmin = _select(y, alpha, lo, up, grad, W, keep, q, in_w, kup, klow)
+        nw, gmax, gmin = _select(ya, aa, la, ua, ga, W, keep, q, in_w, kup[:n_act],
+                                 klow[:n_act])
         if outer < trace.shape[0]:
             trace[outer, 0] = steps
             trace[outer, 1] = gmax - gmin
         if gmax - gmin <= tol:
+            if n_act < n:  # the final un-shrink check: re-select on all variables
+                rebuild = True
+                last_check = steps
+                continue
             break
         if steps >= max_iter:
             status = STATUS_ITERATION_LIMIT
@@ -379,18 +723,18 @@ def _batched_loop(kind, XT, sqn, gamma, coef0, degree, y, lo, up, ent, cent,
         outer += 1
         if verbose and outer % 200 == 0:
             print("smo: working set", q, "outer step", outer, "pair steps", steps,
-                  "violation", gmax - gmin)
+                  "violation", gmax - gmin, "active", n_act)
         cnt = _cache_columns(W, nw, slot_of, col_in, tick, clock, need, need_slot)
         if cnt > 0:
-            _fill_block(kind, XT, sqn, gamma, coef0, degree, y, need, need_slot, cnt, Kc, buf)
-            evals += cnt * n
+            _fill_block(kind, XTa, sa, gamma, coef0, degree, ya, need, need_slot, cnt, Kc, buf)
+            evals += cnt * n_act
         for k in range(nw):
             t = W[k]
             sl[k] = slot_of[t]
-            yw[k], aw[k], bw[k], gw[k] = y[t], alpha[t], beta[t], grad[t]
-            low[k], upw[k], cw[k], qdw[k] = lo[t], up[t], cent[t], qd[t]
+            yw[k], aw[k], bw[k], gw[k] = ya[t], aa[t], ba[t], ga[t]
+            low[k], upw[k], cw[k], qdw[k] = la[t], ua[t], ca[t], qda[t]
             if ent:
-                hw[k] = _hpp(alpha[t], beta[t])
+                hw[k] = _hpp(aa[t], ba[t])
         for r in range(nw):
             col = Kc[sl[r]]
             for k in range(nw):
@@ -401,25 +745,42 @@ def _batched_loop(kind, XT, sqn, gamma, coef0, degree, y, lo, up, ent, cent,
                                 upw[:nw], cw[:nw], qdw[:nw], hw[:nw], ent, stop, cap)
         steps += s
         nnz = 0
+        ntc = 0
         for k in range(nw):
             t = W[k]
-            dk = aw[k] - alpha[t]
+            dk = aw[k] - aa[t]
             if dk != 0.0:
                 d[nnz] = dk
                 sl[nnz] = slot_of[t]
                 nnz += 1
+                dc = _bound_part(aw[k], low[k], upw[k]) - _bound_part(aa[t], la[t], ua[t])
+                if dc != 0.0:
+                    tc[ntc] = act[t]
+                    tdc[ntc] = dc
+                    ntc += 1
         if nnz > 0:
-            _grad_block(grad, Kc, sl, d, nnz)
+            _grad_block(ga, Kc, sl, d, nnz)
+        if ntc > 0 and inact.shape[0] > 0:  # G_bar of the shrunk rows
+            _rows_times(kind, XTi, sqi, yI, XT, sqn, y, gamma, coef0, degree, tc, tdc, ntc, bI)
+            evals += ntc * inact.shape[0]
+            evals_bar += ntc * inact.shape[0]
         for k in range(nw):
             t = W[k]
             if ent:
-                grad[t] += _hp(aw[k], bw[k]) - _hp(alpha[t], beta[t])
-                beta[t] = bw[k]
-            alpha[t] = aw[k]
+                ga[t] += _hp(aw[k], bw[k]) - _hp(aa[t], ba[t])
+                ba[t] = bw[k]
+            aa[t] = aw[k]
         if s == 0:
             status = STATUS_STALLED
             break
-    return outer, steps, status, evals
+    if verbose and shrinking:
+        print("smo: kernel entries", evals, "of which G_bar updates", evals_bar)
+    _scatter(act, aa, ba, ga, alpha, beta, grad)
+    if act.shape[0] < n:
+        evals += _shrunk_gradient(kind, XT, sqn, y, gamma, coef0, degree, lin, ent, alpha, beta,
+                                  grad, act, aa, la, ua, inact, XTi, sqi, yI, bI)
+        n_rebuild += 1
+    return outer, steps, status, evals, n_rebuild
 
 
 # ---------------------------------------------------------------- Python entry point
@@ -461,8 +822,9 @@ def solve_dual_batched(
 ) -> BatchedDualSolution:
     """Minimise 1/2 a'Qa + p'a + sum h_i(a_i) s.t. y'a = 0, l <= a <= u by batched SMO.
 
-    Parameters as :func:`solvers.smo.core.solve_dual` (``shrinking`` and ``cache`` are
-    accepted and ignored: no shrinking; ``verbose`` prints a line every 200 outer steps;
+    Parameters as :func:`solvers.smo.core.solve_dual` (``shrinking``: see the module
+    docstring; ``cache`` is accepted and ignored; ``verbose`` prints a line every 200 outer
+    steps and at each shrink / rebuild;
     ``cache_dtype`` as there: "auto" keeps float32 columns when Q does not fit ``cache_mb`` in
     float64), plus
 
@@ -477,7 +839,7 @@ def solve_dual_batched(
     cache_mb : float
         Budget of the column cache (at least q columns are kept whatever the budget).
     """
-    del shrinking, cache
+    del cache
     y = np.ascontiguousarray(y, dtype=float)
     n = y.size
     q = min(_check_int(working_set, "working_set", 2), n)
@@ -507,10 +869,11 @@ def solve_dual_batched(
     if Kc.shape[0] < q:  # at least the working set's columns
         Kc = np.empty((q, n), dtype=Kc.dtype)
     trace = np.full((4096, 2), -1.0)
-    outer, steps, status, evals = _batched_loop(
-        spec.kind, spec.X, spec.sqnorm, spec.gamma, spec.coef0, spec.degree, y, lo, up,
+    outer, steps, status, evals, rebuilds = _batched_loop(
+        spec.kind, spec.X, spec.sqnorm, spec.gamma, spec.coef0, spec.degree, y, lo, up, lin,
         ent, cent, alpha, beta, grad, qd, float(tol), int(max_iter), q,
-        int(math.floor(keep * q)), float(inner_factor), cap, Kc, trace, bool(verbose))
+        int(math.floor(keep * q)), float(inner_factor), cap,
+        SHRINK_EVERY if shrinking else 0, float(SHRINK_MIN_FRACTION), Kc, trace, bool(verbose))
     m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
     hval, hp = entropy_terms(alpha, cent, beta) if ent else (np.zeros(1), 0.0)
     qa = grad - lin - hp
@@ -521,7 +884,7 @@ def solve_dual_batched(
     return BatchedDualSolution(
         alpha, grad, int(steps), bool(converged), m_up, m_low, objective, qa,
         stalled=status == STATUS_STALLED and not converged, kernel_evals=int(evals),
-        history=history, outer_iterations=int(outer))
+        reconstructions=int(rebuilds), history=history, outer_iterations=int(outer))
 
 
 __all__ = ["BatchedDualSolution", "solve_dual_batched"]

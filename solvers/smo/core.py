@@ -385,6 +385,21 @@ def _is_free(at, lt, ut):
 
 
 @numba.njit(cache=True)
+def _shrinkable(yt, at, lt, ut, m, gmax, gmin):
+    """LIBSVM's shrinking rule for t with m = m_t: in I_up only with m < gmin = min_{I_low} m,
+    in I_low only with m > gmax = max_{I_up} m, or in neither."""
+    iu = _in_up(yt, at, lt, ut)
+    il = _in_low(yt, at, lt, ut)
+    if iu and il:
+        return False
+    if iu:
+        return m < gmin
+    if il:
+        return m > gmax
+    return True
+
+
+@numba.njit(cache=True)
 def _extremes(y, alpha, lo, up, grad, act, n_act):
     """(max_{I_up} m, min_{I_low} m) over the active set."""
     gmax = -np.inf
@@ -474,18 +489,7 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, slot_of, col_in, sgen, tic
                 k2 = 0
                 for k in range(n_act):
                     t = act[k]
-                    iu = _in_up(y[t], alpha[t], lo[t], up[t])
-                    il = _in_low(y[t], alpha[t], lo[t], up[t])
-                    m = -y[t] * grad[t]
-                    if iu and il:
-                        drop = False
-                    elif iu:
-                        drop = m < gmin
-                    elif il:
-                        drop = m > gmax
-                    else:
-                        drop = True
-                    if drop:
+                    if _shrinkable(y[t], alpha[t], lo[t], up[t], -y[t] * grad[t], gmax, gmin):
                         is_act[t] = False
                         inl[clock[4]] = t
                         clock[4] += 1
@@ -954,7 +958,8 @@ def solve_dual(
     working_set : int
         q = 2: this module's pairwise SMO (LIBSVM's). q > 2: the batched solver of
         :mod:`solvers.smo.batched` (q variables per outer step, their q columns of Q in one
-        pass over the data; no shrinking, ``cache`` unused); :func:`auto_working_set` picks q.
+        pass over the data; ``shrinking`` on the active rows, ``cache`` unused);
+        :func:`auto_working_set` picks q.
     """
     if working_set > 2:
         from solvers.smo.batched import solve_dual_batched  # imports this module
@@ -962,7 +967,7 @@ def solve_dual(
         return solve_dual_batched(
             qmat, y, lower, upper, linear, entropy_C=entropy_C, alpha0=alpha0, qa0=qa0, tol=tol,
             max_iter=max_iter, working_set=working_set, cache_dtype=cache_dtype,
-            cache_mb=getattr(qmat, "cache_mb", 200.0), verbose=verbose)
+            cache_mb=getattr(qmat, "cache_mb", 200.0), shrinking=shrinking, verbose=verbose)
     y = np.ascontiguousarray(y, dtype=float)
     lo = np.ascontiguousarray(lower, dtype=float)
     up = np.ascontiguousarray(upper, dtype=float)
