@@ -408,8 +408,10 @@ def _rows_of(XT, rows):
 
 
 @numba.njit(cache=True)
-def _free_of(act, alpha, lo, up):
-    """(global indices, alpha) of the free variables l < alpha < u among the active rows."""
+def _free_of(act, alpha, lo, up, slot_of, Kc, rows, out):
+    """(global indices, alpha) of the free variables l < alpha < u among the active ones.
+    Those whose column is cached (slot_of >= 0; none when slot_of is empty) are not returned:
+    out[r] -= alpha_s Q_{rows[r], s} is taken from the cache instead (rows: active positions)."""
     cnt = 0
     for k in range(act.shape[0]):
         if lo[k] < alpha[k] < up[k]:
@@ -419,10 +421,16 @@ def _free_of(act, alpha, lo, up):
     cnt = 0
     for k in range(act.shape[0]):
         if lo[k] < alpha[k] < up[k]:
-            idx[cnt] = act[k]
-            val[cnt] = alpha[k]
-            cnt += 1
-    return idx, val
+            s = slot_of[k] if slot_of.shape[0] > 0 else -1
+            if s >= 0:
+                col = Kc[s]
+                for r in range(rows.shape[0]):
+                    out[r] -= alpha[k] * col[rows[r]]
+            else:
+                idx[cnt] = act[k]
+                val[cnt] = alpha[k]
+                cnt += 1
+    return idx[:cnt], val[:cnt]
 
 
 @numba.njit(cache=True)
@@ -512,7 +520,8 @@ def _shrunk_gradient(kind, XT, sqn, y, gamma, coef0, degree, lin, ent, alpha, be
     for r in range(m):
         t = inact[r]
         out[r] += lin[t] + (_hp(alpha[t], beta[t]) if ent else 0.0)
-    fidx, fval = _free_of(act, aa, la, ua)
+    fidx, fval = _free_of(act, aa, la, ua, np.empty(0, np.int64), np.empty((0, 1)),
+                          np.empty(0, np.int64), out)  # the shrunk rows are in no column
     _rows_times(kind, XTi, sqi, yI, XT, sqn, y, gamma, coef0, degree, fidx, fval,
                 fidx.shape[0], out)
     for r in range(m):
@@ -578,11 +587,17 @@ def _shrink(kind, XT, sqn, y, gamma, coef0, degree, lin, ent, alpha, beta, grad,
             new[m_new] = r
             m_new += 1
     rows = dropped[new[:m_new]]
+    dpos = np.empty(m_new, np.int64)  # their positions in the active set (and cached columns)
+    r = 0
+    for k in range(n_act):
+        if r < m_new and act[k] == rows[r]:
+            dpos[r] = k
+            r += 1
     part = np.empty(m_new)
     for r in range(m_new):
         t = rows[r]
         part[r] = grad[t] - lin[t] - (_hp(alpha[t], beta[t]) if ent else 0.0)
-    fidx, fval = _free_of(act, aa, la, ua)
+    fidx, fval = _free_of(act, aa, la, ua, slot_of, Kc, dpos, part)  # cached columns done
     _rows_times(kind, _rows_of(XT, rows), sqn[rows], y[rows], XT, sqn, y, gamma, coef0, degree,
                 fidx, -fval, fidx.shape[0], part)
     for r in range(m_new):
