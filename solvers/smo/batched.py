@@ -60,9 +60,13 @@ Measured (two Gaussian clouds, p = 10, RBF gamma 0.1, C = 1, tol 1e-3, 2 cores, 
 n = 5*10^4 SVM without shrinking 12.0-13.6 s at q = 256 / 512 (solve_dual 33-35 s), KLR
 41-48 s at q = 512 (solve_dual 148 s), the objectives within 1e-8 relative of solve_dual's.
 About 70% of the time is the block fill (~3 ns per entry on 2 cores), the rest selection and
-gradient updates. With shrinking (q = 256): 3.45e9 -> 2.70e9 kernel entries, of which 0.18e9
-G_bar updates and 0.18e9 the two rebuilds (1875 free variables); nothing can be dropped in the
-first ~20% of the pair steps, where most of the entries are computed.
+gradient updates. With shrinking (q = 256, solve_dual at tol 1e-3): 3.45e9 -> 2.67e9 kernel
+entries, of which 0.18e9 G_bar updates and 0.18e9 the two rebuilds (1875 free variables);
+nothing can be dropped in the first ~20% of the pair steps, where most entries are computed.
+The certified smo_svm fit (which refines to tol 1e-4): 4.12e9 -> 2.96e9 entries, 13.6-16.2 s
+-> 8.2-12.2 s (same session, fresh processes). At n = 10^4 the float32 cache holds half of Q,
+so the columns lost at each rebuild cost more than shrinking saves (1.0e8 vs 0.75e8 entries,
+the same time, ~0.5-0.85 s).
 """
 
 from __future__ import annotations
