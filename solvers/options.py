@@ -269,9 +269,9 @@ _CACHE_DTYPE = Option("cache_dtype", "choice", "auto",
                       "fit cache_mb in float64)", choices=("auto", "float64", "float32"))
 _WORKING_SET = Option(
     "working_set", "int", None,
-    "variables per SMO step: 2 is LIBSVM's pairwise SMO (with shrinking); q > 2 computes the "
-    "q most violating variables' columns of Q in one pass and solves their subproblem by "
-    "pairwise SMO (no shrinking); default: pairwise for n <= 1024, else 256", "q", low=2,
+    "variables per SMO step: 2 is LIBSVM's pairwise SMO; q > 2 computes the q most "
+    "violating variables' columns of Q in one pass and solves their subproblem by pairwise "
+    "SMO (both shrink); default: pairwise for n <= 1024, else 256", "q", low=2,
     none_ok=True)
 _Q = Option("q", "int", 10, "working-set size of the block subproblems", "q", low=2)
 _SMO_TOL = "stop when max_{I_up} m - min_{I_low} m <= tol"

@@ -126,10 +126,10 @@ def smo_svm(
     verbose : bool
         Progress output.
     working_set : int or None
-        q, the variables per step: 2 is LIBSVM's pairwise SMO (with ``shrinking``); q > 2 takes
+        q, the variables per step: 2 is LIBSVM's pairwise SMO; q > 2 takes
         the q most violating variables, computes their q columns of Q in one pass over the
-        data and solves that subproblem by pairwise SMO (:mod:`solvers.smo.batched`, no
-        shrinking). None: :func:`solvers.smo.core.auto_working_set` (pairwise for
+        data and solves that subproblem by pairwise SMO (:mod:`solvers.smo.batched`; both
+        use ``shrinking``). None: :func:`solvers.smo.core.auto_working_set` (pairwise for
         n <= 1024, else q = 256).
 
     Returns
