@@ -376,9 +376,10 @@ def main() -> None:
                          "(KLR vs SVM fit), cli (CLI vs in-process), svm, klr, big, linear, block")
     args = ap.parse_args()
     parts = set(args.only.split(","))
-    for n_warm in (50, 1200):  # load numba's cache of the pairwise and batched solvers, and of
-        smo_svm(*clouds(n_warm, 1.5, 0), kernel=RBF)  # the kernel sums, outside the timings
-        smo_klr(*clouds(n_warm, 1.5, 0), kernel=RBF, cache_mb=1)
+    for n_warm in (50, 1200):  # load numba's cache of the pairwise and batched solvers (float64
+        for mb in (200, 1):  # and float32 columns) and of the kernel sums outside the timings
+            smo_svm(*clouds(n_warm, 1.5, 0), kernel=RBF, cache_mb=mb)
+            smo_klr(*clouds(n_warm, 1.5, 0), kernel=RBF, cache_mb=mb)
     lines = [f"# SMO benchmark ({'quick' if args.quick else 'full'}; p = {P}, "
              f"load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores)", ""]
     if "peers" in parts:
