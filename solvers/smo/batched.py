@@ -94,6 +94,7 @@ from solvers.smo.core import (
     q_times,
 )
 from solvers.smo.qmatrix import QMatrix
+from solvers.validation import check_int, check_number, check_positive
 
 TAU = 1e-12
 """LIBSVM's tau' (the core's): the curvature used when a_it <= 0."""
@@ -811,12 +812,6 @@ class BatchedDualSolution(DualSolution):
     outer_iterations: int = 0
 
 
-def _check_int(value: object, name: str, least: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < least:
-        raise ValueError(f"'{name}' must be an integer >= {least}; got {value!r}.")
-    return int(value)
-
-
 def solve_dual_batched(
     qmat: QMatrix,
     y: np.ndarray,
@@ -861,14 +856,13 @@ def solve_dual_batched(
     del cache
     y = np.ascontiguousarray(y, dtype=float)
     n = y.size
-    q = min(_check_int(working_set, "working_set", 2), n)
-    if not 0.0 <= keep < 1.0:
-        raise ValueError(f"'keep' must be a fraction in [0, 1); got {keep!r}.")
-    if not 0.0 <= inner_factor <= 1.0:
-        raise ValueError(f"'inner_factor' must be in [0, 1]; got {inner_factor!r}.")
-    cap = 10 * q if inner_steps is None else _check_int(inner_steps, "inner_steps", 1)
-    if not (np.isfinite(cache_mb) and cache_mb > 0):
-        raise ValueError(f"'cache_mb' must be a positive number of megabytes; got {cache_mb!r}.")
+    owner = "solve_dual_batched"
+    q = min(check_int(working_set, "working_set", owner, low=2), n)
+    keep = check_number(keep, "keep", owner, low=0.0, high=1.0, closed="left")
+    inner_factor = check_number(inner_factor, "inner_factor", owner, low=0.0, high=1.0,
+                                closed="both")
+    cap = 10 * q if inner_steps is None else check_int(inner_steps, "inner_steps", owner)
+    cache_mb = check_positive(cache_mb, "cache_mb", owner)
     lo = np.ascontiguousarray(lower, dtype=float)
     up = np.ascontiguousarray(upper, dtype=float)
     lin = np.ascontiguousarray(linear, dtype=float)
