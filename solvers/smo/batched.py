@@ -79,16 +79,20 @@ import numpy as np
 
 from solvers.smo.core import (
     FASTMATH,
+    STATUS_CONVERGED,
+    STATUS_ITERATION_LIMIT,
+    STATUS_STALLED,
+    TAU,
     DualSolution,
     _column_cache,
+    _entropy_update,
     _fill_contiguous,
     _hp,
     _hpp,
     _in_low,
     _in_up,
+    _pair_values,
     _shrinkable,
-    _step_entropy,
-    _step_quadratic,
     entropy_terms,
     index_set_extremes,
     q_times,
@@ -96,8 +100,6 @@ from solvers.smo.core import (
 from solvers.smo.qmatrix import QMatrix
 from solvers.validation import check_int, check_number, check_positive
 
-TAU = 1e-12
-"""LIBSVM's tau' (the core's): the curvature used when a_it <= 0."""
 ROW_BLOCK = 512
 """Rows per parallel task of a block fill and of the gradient update (X's p x ROW_BLOCK rows
 stay in the L1 / L2 cache while every missing column is computed on them)."""
@@ -107,7 +109,6 @@ the working set of the outer step that reaches them."""
 SHRINK_MIN_FRACTION = 0.05
 """A check shrinks only when it can drop at least this fraction of the active variables (each
 shrink compacts the data and the cached columns)."""
-STATUS_CONVERGED, STATUS_ITERATION_LIMIT, STATUS_STALLED = 0, 1, 2
 
 
 # ---------------------------------------------------------------- the n x q block
@@ -276,35 +277,10 @@ def _select(y, alpha, lo, up, grad, W, n_keep, q, in_w, kup, klow):
 def _pair_step(i, j, gmax, Qw, y, a, b, g, lo, up, cent, qd, hdd, ent):
     """One two-variable step of the core on the local arrays (indices into W); False when the
     pair cannot move in floating point."""
-    yi = y[i]
-    yj = y[j]
-    bgap = gmax - (-yj * g[j])
-    if ent:  # room to the upper bound from beta = C - alpha (exact near C)
-        si = b[i] - (cent[i] - up[i]) if yi > 0.0 else a[i] - lo[i]
-        sj = a[j] - lo[j] if yj > 0.0 else b[j] - (cent[j] - up[j])
-    else:
-        si = up[i] - a[i] if yi > 0.0 else a[i] - lo[i]
-        sj = a[j] - lo[j] if yj > 0.0 else up[j] - a[j]
-    smax = si if si < sj else sj
-    aq = qd[i] + qd[j] - 2.0 * yi * yj * Qw[i, j]
-    if ent:
-        s = _step_entropy(a[i], a[j], b[i], b[j], yi, yj, bgap, aq, smax)
-    else:
-        s = _step_quadratic(bgap, aq, smax)
+    bgap = gmax - (-y[j] * g[j])
+    aq = qd[i] + qd[j] - 2.0 * y[i] * y[j] * Qw[i, j]
     ai_old, aj_old, bi_old, bj_old = a[i], a[j], b[i], b[j]
-    ai_new = ai_old + s * yi
-    aj_new = aj_old - s * yj
-    bi_new = bi_old - s * yi
-    bj_new = bj_old + s * yj
-    if s >= smax:  # snap the variable(s) that define s_max exactly onto the bound
-        if si <= sj:
-            ai_new = up[i] if yi > 0.0 else lo[i]
-            bi_new = cent[i] - ai_new if yi < 0.0 else cent[i] - up[i]
-        if sj <= si:
-            aj_new = lo[j] if yj > 0.0 else up[j]
-            bj_new = cent[j] - aj_new if yj > 0.0 else cent[j] - up[j]
-    ai_new = min(max(ai_new, lo[i]), up[i])
-    aj_new = min(max(aj_new, lo[j]), up[j])
+    ai_new, aj_new, bi_new, bj_new = _pair_values(i, j, bgap, aq, y, a, b, lo, up, cent, ent)
     dai = ai_new - ai_old
     daj = aj_new - aj_old
     if dai == 0.0 and daj == 0.0 and (not ent or (bi_new == bi_old and bj_new == bj_old)):
@@ -316,12 +292,7 @@ def _pair_step(i, j, gmax, Qw, y, a, b, g, lo, up, cent, qd, hdd, ent):
     for t in range(g.shape[0]):
         g[t] += qi[t] * dai + qj[t] * daj
     if ent:
-        b[i] = bi_new
-        b[j] = bj_new
-        g[i] += _hp(ai_new, bi_new) - _hp(ai_old, bi_old)
-        g[j] += _hp(aj_new, bj_new) - _hp(aj_old, bj_old)
-        hdd[i] = _hpp(ai_new, bi_new)
-        hdd[j] = _hpp(aj_new, bj_new)
+        _entropy_update(i, j, ai_old, aj_old, bi_old, bj_old, bi_new, bj_new, a, b, g, hdd)
     return True
 
 

@@ -143,6 +143,56 @@ def _step_entropy(ai, aj, bi, bj, yi, yj, bgap, aq, smax):
     return s
 
 
+@numba.njit(cache=True, inline="always")
+def _pair_values(i, j, bgap, aq, y, alpha, beta, lo, up, cent, ent):
+    """The step along d = (+y_i at i, -y_j at j): the new (alpha_i, alpha_j, beta_i, beta_j).
+
+    ``bgap`` = m_i - m_j > 0, ``aq`` = Q_ii + Q_jj - 2 y_i y_j Q_ij; s in [0, s_max] from
+    :func:`_step_entropy` (``ent``) or :func:`_step_quadratic`; the variable(s) whose bound
+    defines s_max are snapped exactly onto it, and alpha is clipped into its box.
+    """
+    yi = y[i]
+    yj = y[j]
+    if ent:  # room to the upper bound from beta = C - alpha (exact near C)
+        si = beta[i] - (cent[i] - up[i]) if yi > 0.0 else alpha[i] - lo[i]
+        sj = alpha[j] - lo[j] if yj > 0.0 else beta[j] - (cent[j] - up[j])
+    else:
+        si = up[i] - alpha[i] if yi > 0.0 else alpha[i] - lo[i]
+        sj = alpha[j] - lo[j] if yj > 0.0 else up[j] - alpha[j]
+    smax = si if si < sj else sj
+    if ent:
+        s = _step_entropy(alpha[i], alpha[j], beta[i], beta[j], yi, yj, bgap, aq, smax)
+    else:
+        s = _step_quadratic(bgap, aq, smax)
+    ai_new = alpha[i] + s * yi
+    aj_new = alpha[j] - s * yj
+    bi_new = beta[i] - s * yi
+    bj_new = beta[j] + s * yj
+    if s >= smax:  # snap the variable(s) that define s_max exactly onto the bound
+        if si <= sj:
+            ai_new = up[i] if yi > 0.0 else lo[i]
+            bi_new = cent[i] - ai_new if yi < 0.0 else cent[i] - up[i]
+        if sj <= si:
+            aj_new = lo[j] if yj > 0.0 else up[j]
+            bj_new = cent[j] - aj_new if yj > 0.0 else cent[j] - up[j]
+    ai_new = min(max(ai_new, lo[i]), up[i])
+    aj_new = min(max(aj_new, lo[j]), up[j])
+    return ai_new, aj_new, bi_new, bj_new
+
+
+@numba.njit(cache=True, inline="always")
+def _entropy_update(i, j, ai_old, aj_old, bi_old, bj_old, bi_new, bj_new, alpha, beta, grad,
+                    hdd):
+    """KLR after a step (alpha already updated): beta = C - alpha, the change of h' in the
+    gradient at i and j, and h'' there."""
+    beta[i] = bi_new
+    beta[j] = bj_new
+    grad[i] += _hp(alpha[i], bi_new) - _hp(ai_old, bi_old)
+    grad[j] += _hp(alpha[j], bj_new) - _hp(aj_old, bj_old)
+    hdd[i] = _hpp(alpha[i], bi_new)
+    hdd[j] = _hpp(alpha[j], bj_new)
+
+
 # ---------------------------------------------------------------- kernel columns and cache
 _LOG2E = 1.4426950408889634
 _LN2_HI = 0.6931471803691238  # ln 2 to 32 bits: e * _LN2_HI is exact for |e| < 2^21
@@ -560,38 +610,11 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, slot_of, col_in, sgen, tic
                          slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl, buf)
         col_j = _get_col(j, False, kind, X, sqn, gamma, coef0, degree, Qm, y,
                          slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl, buf)
-        yi = y[i]
-        yj = y[j]
-        bgap = gmax - (-yj * grad[j])
-        if ent:  # room to the upper bound from beta = C - alpha (exact near C)
-            si = beta[i] - (cent[i] - up[i]) if yi > 0.0 else alpha[i] - lo[i]
-            sj = alpha[j] - lo[j] if yj > 0.0 else beta[j] - (cent[j] - up[j])
-        else:
-            si = up[i] - alpha[i] if yi > 0.0 else alpha[i] - lo[i]
-            sj = alpha[j] - lo[j] if yj > 0.0 else up[j] - alpha[j]
-        smax = si if si < sj else sj
-        aq = qd[i] + qd[j] - 2.0 * yi * yj * col_i[j]
-        if ent:
-            s = _step_entropy(alpha[i], alpha[j], beta[i], beta[j], yi, yj, bgap, aq, smax)
-        else:
-            s = _step_quadratic(bgap, aq, smax)
-        ai_old = alpha[i]
-        aj_old = alpha[j]
-        bi_old = beta[i]
-        bj_old = beta[j]
-        ai_new = ai_old + s * yi
-        aj_new = aj_old - s * yj
-        bi_new = bi_old - s * yi
-        bj_new = bj_old + s * yj
-        if s >= smax:  # snap the variable(s) that define s_max exactly onto the bound
-            if si <= sj:
-                ai_new = up[i] if yi > 0.0 else lo[i]
-                bi_new = cent[i] - ai_new if yi < 0.0 else cent[i] - up[i]
-            if sj <= si:
-                aj_new = lo[j] if yj > 0.0 else up[j]
-                bj_new = cent[j] - aj_new if yj > 0.0 else cent[j] - up[j]
-        ai_new = min(max(ai_new, lo[i]), up[i])
-        aj_new = min(max(aj_new, lo[j]), up[j])
+        bgap = gmax - (-y[j] * grad[j])
+        aq = qd[i] + qd[j] - 2.0 * y[i] * y[j] * col_i[j]
+        ai_old, aj_old, bi_old, bj_old = alpha[i], alpha[j], beta[i], beta[j]
+        ai_new, aj_new, bi_new, bj_new = _pair_values(i, j, bgap, aq, y, alpha, beta, lo, up,
+                                                      cent, ent)
         dai = ai_new - ai_old
         daj = aj_new - aj_old
         if dai == 0.0 and daj == 0.0 and (not ent or (bi_new == bi_old and bj_new == bj_old)):
@@ -601,12 +624,8 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, slot_of, col_in, sgen, tic
         alpha[j] = aj_new
         _grad_update(grad, col_i, col_j, dai, daj, act, n_act)
         if ent:
-            beta[i] = bi_new
-            beta[j] = bj_new
-            grad[i] += _hp(ai_new, bi_new) - _hp(ai_old, bi_old)
-            grad[j] += _hp(aj_new, bj_new) - _hp(aj_old, bj_old)
-            hdd[i] = _hpp(ai_new, bi_new)
-            hdd[j] = _hpp(aj_new, bj_new)
+            _entropy_update(i, j, ai_old, aj_old, bi_old, bj_old, bi_new, bj_new, alpha, beta,
+                            grad, hdd)
         # ---- G_bar: contributions of variables entering or leaving a bound
         for r in range(2):
             t = i if r == 0 else j
