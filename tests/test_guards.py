@@ -304,3 +304,18 @@ def test_run_record_keeps_the_seed_and_backend_threads():
     aid = lad.solve(strategy="aid", seed=7, n_clusters=10)
     assert aid.extra["run"]["seed"] == 7 and aid.extra["run"]["strategy"] == "aid"
     assert aid.extra["run"]["options"]["n_clusters"] == 10
+
+
+def test_run_record_threads_follow_threadpool_limits():
+    """The kept threadpoolctl controller still reads the current thread counts, and they agree
+    with a fresh scan of the process (threadpoolctl.threadpool_info)."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    lad = LAD(*_regression())
+    fresh = [p["num_threads"] for p in threadpool_info()]
+    assert [p["num_threads"] for p in lad.solve().extra["run"]["threads"]["pools"]] == fresh
+    with threadpool_limits(1):
+        pools = lad.solve().extra["run"]["threads"]["pools"]
+        assert [p["num_threads"] for p in pools] == [1] * len(pools)
+    after = lad.solve().extra["run"]["threads"]["pools"]
+    assert [p["num_threads"] for p in after] == fresh
