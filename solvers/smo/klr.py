@@ -217,6 +217,9 @@ def solve_klr_problem(
             tp = time.perf_counter()
             start = pilot_start(prob, lam)
             pilot_s = time.perf_counter() - tp
+            if verbose:
+                print(f"smo_klr: pilot start from {_pilot_rows(yk.size):,} of {yk.size:,} rows "
+                      f"in {pilot_s:.2f} s", flush=True)
         else:
             start = feasible_start(yk, prob.lower, prob.upper, prob.C)
         qa0 = None
@@ -282,7 +285,7 @@ def pilot_start(prob: KLRProblem, lam: float) -> np.ndarray:
     of the SMO run that follows are saved (PILOT_FROM).
     """
     yk, n = prob.yk, prob.yk.size
-    ns = min(n, max(PILOT_MIN_ROWS, int(PILOT_SHARE * n)))
+    ns = _pilot_rows(n)
     rows = np.sort(np.random.default_rng(PILOT_SEED).choice(n, ns, replace=False))
     if np.unique(yk[rows]).size < 2:  # a sample of one class: Keerthi's start instead
         return feasible_start(yk, prob.lower, prob.upper, prob.C)
@@ -328,6 +331,11 @@ def pilot_start(prob: KLRProblem, lam: float) -> np.ndarray:
     k = int(np.argmax(np.minimum(a - prob.lower, prob.upper - a)))  # the most room both ways
     a[k] -= yk[k] * (yk @ a)  # y'a = 0 up to rounding, as for Keerthi's start
     return a
+
+
+def _pilot_rows(n: int) -> int:
+    """|S| = max(PILOT_MIN_ROWS, PILOT_SHARE n), at most n."""
+    return min(n, max(PILOT_MIN_ROWS, int(PILOT_SHARE * n)))
 
 
 def _repair(a: np.ndarray, y: np.ndarray, prob: KLRProblem) -> np.ndarray:
