@@ -23,7 +23,7 @@ import numpy as np
 
 from solvers.errors import DataError
 from solvers.result import CERTIFICATE_TOL
-from solvers.sketch.ridge import DEFAULT_SKETCH_SIZE, RIDGE_METHODS, sketch_size  # noqa: F401
+from solvers.sketch.methods import DEFAULT_SKETCH_SIZE, RIDGE_METHODS, sketch_size  # noqa: F401
 from solvers.validation import describe_range, invalid, to_bool, to_number
 
 # Choices and defaults of solvers.aid, kept here so this table module stays import-light
@@ -306,7 +306,8 @@ SMO_KLR = table(
     Option("start", "choice", "auto",
            "alpha^0 without alpha0: 'keerthi' (equal class sums), 'pilot' (a fit on a random "
            "tenth of the rows mapped to all by alpha_i = C_i sigma(lam - y_i f(x_i)); about a "
-           "quarter less time at 5*10^4 rows), 'auto' (pilot from 10,000 rows when Q does not fit cache_mb)",
+           "quarter less time at 5*10^4 rows), 'auto' (pilot from 10,000 rows when Q does not "
+           "fit cache_mb)",
            choices=("auto", "keerthi", "pilot")),
 )
 BLOCK_KLR = table(
