@@ -38,13 +38,15 @@ import warnings
 import zipfile
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import numpy as np
-import scipy.sparse as sp
 
 from instances.atomic import atomic_write
 from solvers.validation import check_finite
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 __all__ = ["Data", "DataFileError", "default_names", "load", "save", "SUPPORTED_EXTENSIONS"]
 
@@ -322,6 +324,7 @@ def _svm_header(raw: bytes) -> tuple[int, list[str] | None]:
 
 def _load_svmlight(path: Path, *, target: str | None, weight: str | None) -> Data:
     """Parse by scikit-learn's ``load_svmlight_file`` (1-based); ``X`` is a CSR matrix."""
+    import scipy.sparse as sp
     from sklearn.datasets import load_svmlight_file
 
     raw = path.read_bytes()

@@ -25,13 +25,13 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 
 from optmodels.problem import Problem
 from optmodels.validation import Param
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolutionStatus, SolveResult, TerminationCondition
 from solvers.rows import any_dask, is_dask
+from solvers.sparse import is_scipy_sparse
 from solvers.validation import check_array, check_sample_weight, check_target
 
 FORMS = ("primal", "dual")
@@ -112,7 +112,9 @@ class LAD(Problem):
     def design(self) -> Any:
         """[X, 1] with an intercept, else X (CSR when X is sparse)."""
         self.require_in_memory("The LP's design matrix [X, 1]")
-        if sp.issparse(self._X):
+        if is_scipy_sparse(self._X):
+            import scipy.sparse as sp
+
             if self.fit_intercept:
                 return sp.hstack([self._X, np.ones((self.n, 1))], format="csr")
             return self._X
@@ -165,6 +167,8 @@ class LAD(Problem):
         return self._primal() if form == "primal" else self._dual()
 
     def _primal(self) -> QPData:
+        import scipy.sparse as sp
+
         n, D = self.n, self.design
         k = D.shape[1]
         c_plus, c_minus = self._costs()
@@ -186,6 +190,8 @@ class LAD(Problem):
         )
 
     def _dual(self) -> QPData:
+        import scipy.sparse as sp
+
         D = self.design
         k = D.shape[1]
         c_plus, c_minus = self._costs()

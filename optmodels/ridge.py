@@ -21,8 +21,6 @@ import time
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.linalg as sla
-import scipy.sparse as sp
 
 from optmodels.problem import Problem
 from optmodels.validation import Param
@@ -30,7 +28,7 @@ from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolutionStatus, SolveResult, TerminationCondition
 from solvers.rows import any_dask, is_dask
 from solvers.sketch import RIDGE_METHODS
-from solvers.sparse import CentredSparse
+from solvers.sparse import CentredSparse, is_scipy_sparse
 from solvers.validation import check_array, check_sample_weight, check_target
 
 
@@ -90,7 +88,7 @@ class Ridge(Problem):
             self.a_mean, self.b_mean = np.zeros(self.p), 0.0
         # The working (centred, weighted) data: f(x) = 1/2||Aw x - bw||^2 + alpha/2||x||^2.
         # A sparse A stays sparse: Aw is then the CentredSparse operator (centring implicit).
-        if sp.issparse(self._X):
+        if is_scipy_sparse(self._X):
             self.Aw = CentredSparse(self._X, self.a_mean, sw)
         else:
             self.Aw = _centred_weighted(self._X, self.a_mean, sw, self.fit_intercept)
@@ -190,6 +188,8 @@ class Ridge(Problem):
 
     def closed_form(self) -> np.ndarray:
         """x* by Cholesky of A'A + alpha I (d <= n) or A'(AA' + alpha I)^{-1} b (n < d)."""
+        import scipy.linalg as sla
+
         A, b, lam = self.Aw, self.bw, self.alpha
         if self.lazy:
             return self._dask_closed_form()
@@ -204,6 +204,8 @@ class Ridge(Problem):
 
     def _dask_closed_form(self) -> np.ndarray:
         """x* = (Aw'Aw + alpha I)^{-1} Aw'bw with Aw'Aw summed over the chunks (d <= n)."""
+        import scipy.linalg as sla
+
         from solvers.dask_rows import DaskRows
 
         if self.p > self.n:
@@ -217,6 +219,8 @@ class Ridge(Problem):
         self.require_in_memory("qp() (the declared QP, behind pyomo_model() and write())")
         if form != "residual":
             raise ValueError(f"Unknown ridge form {form!r}; the only form is 'residual'.")
+        import scipy.sparse as sp
+
         n, d = self.n, self.p
         Aw = self.Aw.tocsr() if isinstance(self.Aw, CentredSparse) else sp.csr_matrix(self.Aw)
         A = sp.hstack([Aw, -sp.identity(n, format="csr")], format="csr")

@@ -20,12 +20,12 @@ from collections.abc import Callable
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from optmodels.strategies import register
 from solvers import options as opt
 from solvers.errors import DataError
 from solvers.result import SolveResult
+from solvers.sparse import is_scipy_sparse
 from solvers.special import expit
 
 KERNEL_ACCURACY_MAX_N = 20_000
@@ -86,7 +86,7 @@ def dense_X(problem: Any, strategy: str) -> Any:
     sparse X made dense when the n x p float64 array fits the memory budget of
     :mod:`optmodels.guards`, else a DataError naming the strategy that keeps X sparse."""
     X = problem.X
-    if not sp.issparse(X):
+    if not is_scipy_sparse(X):
         return X
     from optmodels import guards
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
-import scipy.sparse as sp
 
 from optmodels.problem import Problem
 from optmodels.validation import Param, resolve_gamma
@@ -33,6 +32,7 @@ from solvers.kernels import KERNELS, Kernel
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolveResult, TerminationCondition
 from solvers.rows import any_dask, is_dask
+from solvers.sparse import is_scipy_sparse
 from solvers.validation import (
     check_array,
     check_class_weight,
@@ -56,7 +56,7 @@ KERNEL_PARAMS: dict[str, Param] = {
 def build_kernel(params: dict[str, Any], X: np.ndarray) -> Kernel:
     """The :class:`Kernel` a problem's parameters describe (``gamma='scale'`` resolved on X;
     a sparse X gives the same var(X) = mean(X^2) - mean(X)^2 without densifying)."""
-    if sp.issparse(X) and params["gamma"] == "scale":
+    if is_scipy_sparse(X) and params["gamma"] == "scale":
         var = float(X.multiply(X).mean() - X.mean() ** 2)
         gamma: Any = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
     else:
@@ -177,13 +177,13 @@ class SVM(Problem):
         """K[rows, :] (all rows by default)."""
         self.require_in_memory("The kernel matrix")
         Xr = self._X if rows is None else self._X[rows]
-        if sp.issparse(self._X):  # linear kernel: the sparse product, made dense
+        if is_scipy_sparse(self._X):  # linear kernel: the sparse product, made dense
             return (Xr @ self._X.T).toarray()
         return self.kernel_(Xr, self._X)
 
     def kernel_matvec(self, v: np.ndarray, block_rows: int = 2048) -> np.ndarray:
         """K v; for a sparse X (linear kernel) X (X'v), two sparse products."""
-        if sp.issparse(self._X):
+        if is_scipy_sparse(self._X):
             return np.asarray(self._X @ (self._X.T @ v))
         return super().kernel_matvec(v, block_rows)
 
@@ -284,6 +284,8 @@ class SVM(Problem):
     def _primal(self) -> QPData:
         """The linear primal; the squared hinge puts 2 C_i on the xi diagonal of P (so that
         1/2 x'Px has C_i xi_i^2), no linear term, and leaves xi free."""
+        import scipy.sparse as sp
+
         n, p = self.n, self.p
         squared = self.loss == "squared_hinge"
         A = sp.hstack(
@@ -312,6 +314,8 @@ class SVM(Problem):
         )
 
     def _dual(self) -> QPData:
+        import scipy.sparse as sp
+
         Q = self.gram() * np.outer(self.y, self.y)
         return QPData(
             c=-np.ones(self.n),
@@ -409,7 +413,7 @@ class SVM(Problem):
             check_n_features(Xn, self.n, "SVM (precomputed kernel: one column per training row)")
             return Xn[:, sv] @ coef + b
         check_n_features(Xn, self.p, "SVM")
-        Xsv = self._X[sv].toarray() if sp.issparse(self._X) else self._X[sv]
+        Xsv = self._X[sv].toarray() if is_scipy_sparse(self._X) else self._X[sv]
         return self.kernel_(Xn, Xsv) @ coef + b
 
     def train_accuracy(self, result: SolveResult) -> float:

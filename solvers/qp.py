@@ -25,9 +25,12 @@ required bounds are finite. :func:`check_kkt` computes it from the returned arra
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 Block = tuple[str, int]
 
@@ -51,6 +54,8 @@ class QPData:
     """Per-entry labels of some column blocks: block name -> one string per entry."""
 
     def __post_init__(self) -> None:
+        import scipy.sparse as sp  # here, not at the top: the SMO path never builds a QPData
+
         self.c = np.asarray(self.c, dtype=float)
         # CSR or CSC is kept as given (HiGHS takes CSC: a model built column-wise skips a
         # conversion); anything else becomes CSR.

@@ -30,11 +30,14 @@ of the scaled problem is ``sigma D (P x + c) - D A' R y'' = ...``), and the tool
 from __future__ import annotations
 
 import dataclasses
+from typing import TYPE_CHECKING
 
 import numpy as np
-import scipy.sparse as sp
 
 from solvers.qp import QPData
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 COMMON_SCALE_MIN = 2.0**10
 """The common scale ``t`` is applied only when it is this far from 1: solvers are accurate on
@@ -77,6 +80,8 @@ def _abs_max(M: sp.spmatrix, axis: int, size: int) -> np.ndarray:
 
 
 def _ruiz(A: sp.spmatrix, P: sp.spmatrix | None, max_iter: int) -> tuple[np.ndarray, np.ndarray]:
+    import scipy.sparse as sp
+
     m, n = A.shape
     d, r = np.ones(n), np.ones(m)
     for _ in range(max_iter):
@@ -119,6 +124,8 @@ def _common_scale(qp: QPData, d: np.ndarray, r: np.ndarray) -> float:
 
 def equilibrate(qp: QPData, *, max_iter: int = 10) -> tuple[QPData, Scaling]:
     """The scaled model and its :class:`Scaling` (the model itself when no scaling is needed)."""
+    import scipy.sparse as sp
+
     P = qp.P if not qp.is_lp else None
     d, r = _ruiz(qp.A, P, max_iter)
     t = _common_scale(qp, d, r)

@@ -16,15 +16,26 @@ memory stays O(nnz(X) + block x d).
 
 from __future__ import annotations
 
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import scipy.sparse as sp
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
+
+
+def is_scipy_sparse(obj: Any) -> bool:
+    """``scipy.sparse.issparse(obj)`` without importing scipy: False while scipy.sparse is not
+    in ``sys.modules``, which is exact, since no scipy sparse matrix or array can exist before
+    scipy.sparse has been imported."""
+    module = sys.modules.get("scipy.sparse")
+    return module is not None and module.issparse(obj)
 
 
 def is_sparse(obj: Any) -> bool:
     """True for a scipy.sparse matrix/array or a :class:`CentredSparse`."""
-    return sp.issparse(obj) or isinstance(obj, CentredSparse)
+    return is_scipy_sparse(obj) or isinstance(obj, CentredSparse)
 
 
 class CentredSparse:
@@ -35,6 +46,8 @@ class CentredSparse:
 
     def __init__(self, X: Any, shift: np.ndarray | None = None,
                  scale: np.ndarray | None = None) -> None:
+        import scipy.sparse as sp
+
         self.X = sp.csr_matrix(X, dtype=np.float64)
         n, d = self.X.shape
         self.shape = (n, d)
@@ -87,6 +100,8 @@ class CentredSparse:
     def sketch_rows(self, S: Any, start: int, stop: int) -> np.ndarray:
         """``S M[start:stop]`` (m x d dense) for a dense or sparse m x k ``S``, without making
         the rows dense: ``(S diag(w_b)) X_b - (S w_b) m'``."""
+        import scipy.sparse as sp
+
         wb = self._w()[start:stop]
         Sw = S @ sp.diags(wb) if sp.issparse(S) else S * wb
         out = Sw @ self.X[start:stop]
@@ -109,6 +124,8 @@ class CentredSparse:
 
     def tocsr(self) -> sp.csr_matrix:
         """M as a CSR matrix: sparse without a shift, filled in (dense pattern) with one."""
+        import scipy.sparse as sp
+
         if self.shift is None:
             return self.Xw
         return sp.csr_matrix(self.toarray())
