@@ -302,7 +302,11 @@ SMO_KLR = table(
     _max_iter(10_000_000, "SMO steps (ITERATION_LIMIT when reached)"), _ALPHA0,
     Option("sparse_tol", "float", 1e-3,
            "row i is support when alpha_i > gamma_i + sparse_tol * C_i", low=0.0),
-    _CACHE_DTYPE, _REFINE, _verbose(), _WORKING_SET,
+    Option("cache_dtype", "choice", "auto",
+           "storage of cached kernel columns ('auto': float64, as KLR's gradient takes a full "
+           "block of columns per step; 'float32': half the memory, certified from Q alpha "
+           "recomputed in float64)", choices=("auto", "float64", "float32")),
+    _REFINE, _verbose(), _WORKING_SET,
     Option("start", "choice", "auto",
            "alpha^0 without alpha0: 'keerthi' (equal class sums), 'pilot' (a fit on a random "
            "tenth of the rows mapped to all by alpha_i = C_i sigma(lam - y_i f(x_i)); about a "
