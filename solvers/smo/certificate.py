@@ -30,7 +30,7 @@ import dataclasses
 
 import numpy as np
 
-from solvers.result import CERTIFICATE_TOL
+from solvers.result import CERTIFICATE_TOL, gap_within, roundoff_tol
 from solvers.special import expit, xlogy
 
 REFINE_ROUNDS = 4
@@ -169,7 +169,14 @@ class Certificate:
 
     @property
     def holds(self) -> bool:
-        return self.gap <= CERTIFICATE_TOL
+        """The one certificate rule (:func:`solvers.result.gap_within`): at most
+        CERTIFICATE_TOL and not negative beyond round-off (a "bound" above the objective)."""
+        return gap_within(self.gap, CERTIFICATE_TOL, self.roundoff)
+
+    @property
+    def roundoff(self) -> float:
+        """The gap's round-off allowance (:func:`solvers.result.roundoff_tol`)."""
+        return roundoff_tol(self.objective, self.bound, self.scale)
 
 
 def refine_loop(solve, certificate, state, tol: float, max_iter: int, refine: bool):
@@ -179,12 +186,14 @@ def refine_loop(solve, certificate, state, tol: float, max_iter: int, refine: bo
     from it (warm start) with a violation tolerance ``tol`` and at most ``budget`` more
     iterations; ``certificate(state)`` gives its :class:`Certificate`. While the run converged,
     the gap is above CERTIFICATE_TOL, fewer than REFINE_ROUNDS rounds were made and iterations
-    remain, ``tol`` is divided by REFINE_FACTOR (not below TOL_FLOOR) and the run continues.
+    remain, ``tol`` is divided by REFINE_FACTOR (not below TOL_FLOOR) and the run continues;
+    not when float64 cannot resolve the gap at CERTIFICATE_TOL (``cert.roundoff``), which no
+    tighter tolerance changes.
     Returns (state, certificate, final tol, rounds, iterations of every round).
     """
     cert, rounds, used = certificate(state), 0, state.iterations
     while (refine and state.converged and not cert.holds and rounds < REFINE_ROUNDS
-           and tol > TOL_FLOOR and used < max_iter):
+           and tol > TOL_FLOOR and used < max_iter and cert.roundoff < CERTIFICATE_TOL):
         tol = max(tol / REFINE_FACTOR, TOL_FLOOR)
         state = solve(state, tol, max_iter - used)
         cert, rounds, used = certificate(state), rounds + 1, used + state.iterations
@@ -192,10 +201,14 @@ def refine_loop(solve, certificate, state, tol: float, max_iter: int, refine: bo
 
 
 def certified_status(termination, status, cert: Certificate):
-    """A run that met its stopping rule (OPTIMAL from the loop) stays OPTIMAL only when the
-    certificate holds; otherwise it is CONVERGED with a FEASIBLE solution. Others pass."""
+    """As :func:`solvers.result.certify`: a bound above the objective beyond round-off is a
+    NUMERICAL_ERROR whatever the loop said; a run that met its stopping rule (OPTIMAL from the
+    loop) stays OPTIMAL only when the certificate holds, else it is CONVERGED with a FEASIBLE
+    solution. Others pass."""
     from solvers.result import SolutionStatus, TerminationCondition
 
+    if cert.gap < -cert.roundoff:
+        return TerminationCondition.NUMERICAL_ERROR, SolutionStatus.FEASIBLE
     if termination is TerminationCondition.OPTIMAL and not cert.holds:
         return TerminationCondition.CONVERGED, SolutionStatus.FEASIBLE
     return termination, status
