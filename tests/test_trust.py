@@ -19,11 +19,15 @@ from solvers.backend import BackendOutput, solve_qp, verify
 from solvers.pyomo_lowering import solve_pyomo
 from solvers.qp import QPData
 from solvers.result import (
+    CERTIFICATE_TOL,
+    ROUNDOFF_TOL,
     SolutionStatus,
     SolveResult,
     TerminationCondition,
     certify,
+    gap_within,
     relative_gap,
+    roundoff_tol,
 )
 
 T = TerminationCondition
@@ -262,3 +266,28 @@ def test_errors_say_whether_duals_came_back():
             res.require_optimal()
         assert info.value.dual_available is expected
         assert info.value.primal_available is expected
+
+
+def _claim(objective: float, bound: float, scale: float) -> SolveResult:
+    return certify(SolveResult(termination=TerminationCondition.OPTIMAL,
+                               solution_status=SolutionStatus.OPTIMAL, objective=objective,
+                               x=np.zeros(1), bound=bound), scale)
+
+
+def test_roundoff_allowance_follows_the_objective_magnitude():
+    """r = max(1e-9, 1e-12 max(|f|, |bound|) / scale): a gap of -5e-9 is round-off for an
+    objective 1e4 times its scale (r = 1e-8) and a numerical error at the scale (r = 1e-9);
+    at 1e7 times the scale (r = 1e-5 > 1e-6) float64 cannot prove the gap: converged, with the
+    reason."""
+    assert roundoff_tol(1.0, 1.0, 1.0) == ROUNDOFF_TOL
+    assert roundoff_tol(1e4, 1e4, 1.0) == pytest.approx(1e-8)
+    assert roundoff_tol(None, None, 1.0) == ROUNDOFF_TOL
+    big = _claim(1e4, 1e4 + 5e-9, 1.0)
+    assert big.termination is TerminationCondition.OPTIMAL and big.certified
+    near = _claim(1.0, 1.0 + 5e-9, 1.0)
+    assert near.termination is TerminationCondition.NUMERICAL_ERROR and not near.certified
+    huge = _claim(1e7, 1e7 - 1e-7, 1.0)
+    assert huge.termination is TerminationCondition.CONVERGED and not huge.certified
+    assert "float64 resolves its relative gap only to 1e-05" in huge.raw_status
+    assert not gap_within(0.0, CERTIFICATE_TOL, 1e-5)
+    assert gap_within(-5e-9, CERTIFICATE_TOL, 1e-8) and not gap_within(-5e-9)
