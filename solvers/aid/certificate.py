@@ -13,7 +13,13 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from solvers.result import CERTIFICATE_TOL, TerminationCondition, gap_within, relative_gap
+from solvers.result import (
+    CERTIFICATE_TOL,
+    TerminationCondition,
+    gap_within,
+    relative_gap,
+    roundoff_tol,
+)
 
 _PASSED_ON = {
     TerminationCondition.TIME_LIMIT: TerminationCondition.TIME_LIMIT,
@@ -28,7 +34,7 @@ def pure_verdict(
     """CERTIFIED (and no message) when the gap confirms sign purity, else NUMERICAL_ERROR with
     a message naming the gap and ``diagnosis()`` (what is badly scaled)."""
     gap = relative_gap(E_best, F, scale)
-    if gap_within(gap, CERTIFICATE_TOL):
+    if gap_within(gap, CERTIFICATE_TOL, roundoff_tol(E_best, F, scale)):
         return TerminationCondition.CERTIFIED, None
     shown = "unknown" if gap is None else f"{gap:.1e}"
     return TerminationCondition.NUMERICAL_ERROR, (

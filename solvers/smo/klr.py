@@ -94,7 +94,7 @@ PILOT_FROM = 10_000
 """Kept rows from which ``start="auto"`` takes the pilot start (when Q is not held in full).
 Measured (two clouds, p = 10, RBF gamma 0.1, C = 1, tol 1e-3, cache 200 MB), whole fits:
 n = 10^4 2.5-2.7 -> 2.1-2.5 s, 2*10^4 9.1-9.5 -> 7.8 s, 5*10^4 51.2 -> 39.9 s (kernel values
-1.24e10 -> 9.3e9)."""
+1.24e10 -> 9.3e9; float32 columns, before KLR_COLUMNS)."""
 PILOT_SHARE = 0.1
 """The pilot's rows: max(PILOT_MIN_ROWS, PILOT_SHARE n), drawn uniformly (seed PILOT_SEED)."""
 PILOT_MIN_ROWS = 2000
@@ -315,7 +315,8 @@ def pilot_start(prob: KLRProblem, lam: float) -> np.ndarray:
         alpha_i(b) = clip(C_i sigma(lambda - y_i (g_i + b)), l_i, u_i),
 
     with b the root of y' alpha(b) = 0 (decreasing in b, so one exists and bisection finds it).
-    Every alpha_i is then as dense as Keerthi's start, and about a third of the kernel values
+    The pilot uses the open box whatever ``bound_tol`` (its solution only shapes the start).
+    Every alpha_i is then as dense as Keerthi's start, and about a quarter of the kernel values
     of the SMO run that follows are saved (PILOT_FROM).
     """
     yk, n = prob.yk, prob.yk.size
