@@ -363,17 +363,33 @@ def certify(
     if res.x is None:
         return res
     res.gap = relative_gap(res.objective, res.bound, res.scale)
-    claimed = res.termination in (TerminationCondition.OPTIMAL, TerminationCondition.CERTIFIED)
-    roundoff = roundoff_tol(res.objective, res.bound, res.scale)
-    if res.gap is not None and res.gap < -roundoff:
-        res.termination = TerminationCondition.NUMERICAL_ERROR
-        res.solution_status = SolutionStatus.FEASIBLE
-        res.raw_status += f" (bound above the objective: relative gap {res.gap:.1e})"
-    elif claimed and not gap_within(res.gap, tol, roundoff):
-        res.termination = failure
-        if res.solution_status is SolutionStatus.OPTIMAL:
-            res.solution_status = SolutionStatus.FEASIBLE
-        res.raw_status += uncertified_reason(res.gap, tol, roundoff)
-    elif claimed:
-        res.solution_status = SolutionStatus.OPTIMAL
+    res.termination, res.solution_status, note = verdict(
+        res.termination, res.solution_status, res.gap,
+        roundoff_tol(res.objective, res.bound, res.scale), tol, failure)
+    res.raw_status += note
     return res
+
+
+def verdict(
+    termination: TerminationCondition,
+    status: SolutionStatus,
+    gap: float | None,
+    roundoff: float,
+    tol: float = CERTIFICATE_TOL,
+    failure: TerminationCondition = TerminationCondition.CONVERGED,
+) -> tuple[TerminationCondition, SolutionStatus, str]:
+    """The certificate rule of :func:`certify` on a termination and a relative gap:
+    (termination, solution status, a note for ``raw_status``, empty when nothing changed).
+
+    A gap below ``-roundoff`` is a NUMERICAL_ERROR whatever was claimed; a claimed OPTIMAL /
+    CERTIFIED whose gap fails :func:`gap_within` becomes ``failure``; a claim that holds has an
+    OPTIMAL solution. Anything else passes unchanged.
+    """
+    claimed = termination in (TerminationCondition.OPTIMAL, TerminationCondition.CERTIFIED)
+    if gap is not None and gap < -roundoff:
+        return (TerminationCondition.NUMERICAL_ERROR, SolutionStatus.FEASIBLE,
+                f" (bound above the objective: relative gap {gap:.1e})")
+    if claimed and not gap_within(gap, tol, roundoff):
+        shown = SolutionStatus.FEASIBLE if status is SolutionStatus.OPTIMAL else status
+        return failure, shown, uncertified_reason(gap, tol, roundoff)
+    return termination, SolutionStatus.OPTIMAL if claimed else status, ""

@@ -341,13 +341,13 @@ def block_svm(
     st, cert, tol_met, rounds, it = refine_loop(run, certificate, run(None, tol, max_iter), tol,
                                                 max_iter, refine)
     m_up, m_low = index_set_extremes(st.alpha, st.grad, y_pm, lo, up)
-    term, sol_status = certified_status(*_TERM[st.status], cert)
+    term, sol_status, note = certified_status(*_TERM[st.status], cert)
     return SolveResult(
         termination=term, solution_status=sol_status, objective=cert.objective, x=st.alpha,
         bound=cert.bound, gap=cert.gap, scale=cert.scale, iterations=it,
         solve_time=time.perf_counter() - t0, solver=solver, strategy=f"block(q={q})",
         raw_status=f"{st.status}: violation {m_up - m_low:.3e} (tol {tol_met:.0e}), "
-        f"relative gap {cert.gap:.1e}",
+        f"relative gap {cert.gap:.1e}{note}",
         extra={"b": cert.b, "b_free_average": free_average_b(st.alpha, st.grad, y_pm, lo, up,
                                                               m_up, m_low),
                "n_sv": int(np.count_nonzero(st.alpha)), "max_violation": m_up - m_low,
@@ -408,7 +408,7 @@ def block_klr(
     st, cert, tol_met, rounds, it = refine_loop(run, certificate, run(None, tol, max_iter), tol,
                                                 max_iter, refine)
     m_up, m_low = index_set_extremes(st.alpha, st.grad, yk, lo, up)
-    term, sol_status = certified_status(*_TERM[st.status], cert)
+    term, sol_status, note = certified_status(*_TERM[st.status], cert)
     full = np.zeros(prob.y.size)
     full[prob.keep] = st.alpha
     return SolveResult(
@@ -416,7 +416,7 @@ def block_klr(
         bound=cert.bound, gap=cert.gap, scale=cert.scale, iterations=it,
         solve_time=time.perf_counter() - t0, solver=solver.lower(), strategy=f"block(q={q})",
         raw_status=f"{st.status}: violation {m_up - m_low:.3e} (tol {tol_met:.0e}), "
-        f"relative gap {cert.gap:.1e}",
+        f"relative gap {cert.gap:.1e}{note}",
         extra={"b": cert.b, "max_violation": m_up - m_low, "lam": lam,
                "classes": prob.classes, "y": prob.y,
                "stopping_rule": stopping_rule(m_up - m_low, tol_met, tol, rounds, cert)},

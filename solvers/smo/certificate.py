@@ -30,7 +30,7 @@ import dataclasses
 
 import numpy as np
 
-from solvers.result import CERTIFICATE_TOL, gap_within, roundoff_tol
+from solvers.result import CERTIFICATE_TOL, gap_within, roundoff_tol, verdict
 from solvers.special import expit, xlogy
 
 REFINE_ROUNDS = 4
@@ -201,17 +201,12 @@ def refine_loop(solve, certificate, state, tol: float, max_iter: int, refine: bo
 
 
 def certified_status(termination, status, cert: Certificate):
-    """As :func:`solvers.result.certify`: a bound above the objective beyond round-off is a
-    NUMERICAL_ERROR whatever the loop said; a run that met its stopping rule (OPTIMAL from the
-    loop) stays OPTIMAL only when the certificate holds, else it is CONVERGED with a FEASIBLE
-    solution. Others pass."""
-    from solvers.result import SolutionStatus, TerminationCondition
-
-    if cert.gap < -cert.roundoff:
-        return TerminationCondition.NUMERICAL_ERROR, SolutionStatus.FEASIBLE
-    if termination is TerminationCondition.OPTIMAL and not cert.holds:
-        return TerminationCondition.CONVERGED, SolutionStatus.FEASIBLE
-    return termination, status
+    """The loop's (termination, status) after :func:`solvers.result.verdict`, the rule of
+    ``certify``, on the certificate: a bound above the objective beyond round-off is a
+    NUMERICAL_ERROR, a run that met its stopping rule (OPTIMAL from the loop) stays OPTIMAL only
+    when the certificate holds, else it is CONVERGED. Returns (termination, status, note for
+    ``raw_status``)."""
+    return verdict(termination, status, cert.gap, cert.roundoff)
 
 
 def stopping_rule(violation: float, tol: float, tol_requested: float, rounds: int,

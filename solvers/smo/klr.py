@@ -41,7 +41,7 @@ import numpy as np
 
 from solvers.errors import DataError
 from solvers.kernels import Kernel
-from solvers.result import CERTIFICATE_TOL, SolveResult, uncertified_reason
+from solvers.result import SolveResult
 from solvers.smo.certificate import (
     Certificate,
     certified_status,
@@ -271,9 +271,7 @@ def solve_klr_problem(
     res.extra["start"] = "warm" if alpha0 is not None else start_kind
     res.extra["pilot_s"] = pilot_s
     res.raw_status = (f"violation {sol.violation:.3e} (tol {tol_met:.0e}) after {iters} "
-                      f"iterations, relative gap {cert.gap:.1e}")
-    if not cert.holds:
-        res.raw_status += uncertified_reason(cert.gap, CERTIFICATE_TOL, cert.roundoff)
+                      f"iterations, relative gap {cert.gap:.1e}{res.raw_status}")
     return res
 
 
@@ -403,7 +401,7 @@ def _result(prob: KLRProblem, lam: float, sol: DualSolution, cert: Certificate,
     support = prob.keep & (alpha > thr)
     f_train = np.full(n, np.nan)
     f_train[prob.keep] = yk * sol.qa + b
-    term, status = certified_status(*termination_of(sol), cert)
+    term, status, note = certified_status(*termination_of(sol), cert)
     extra: dict[str, Any] = {
         "b": b,
         "b_midpoint": 0.5 * (sol.m_up + sol.m_low),
@@ -433,6 +431,7 @@ def _result(prob: KLRProblem, lam: float, sol: DualSolution, cert: Certificate,
         solve_time=seconds,
         solver="smo",
         strategy="smo",
+        raw_status=note,
         extra=extra,
     )
 

@@ -198,7 +198,7 @@ def smo_svm(
     f_train[idx] = yk * sol.qa + b
     if (~keep).any():
         f_train[~keep] = _decision(X, y_pm, alpha, b, kernel, np.flatnonzero(~keep))
-    term, status = certified_status(*termination_of(sol), cert)
+    term, status, note = certified_status(*termination_of(sol), cert)
     extra: dict[str, Any] = {
         "b": b,
         "b_free_average": free_average_b(sol.alpha, sol.grad, yk, lo, up, sol.m_up, sol.m_low),
@@ -227,7 +227,7 @@ def smo_svm(
         solve_time=time.perf_counter() - t0 - build,
         solver="smo",
         raw_status=f"violation {sol.violation:.3e} (tol {tol_met:.0e}) after {iters} "
-        f"iterations, relative gap {cert.gap:.1e}",
+        f"iterations, relative gap {cert.gap:.1e}{note}",
         strategy="smo",
         extra=extra,
     )
