@@ -430,17 +430,26 @@ def _ridge_runner(method: str) -> Callable[..., SolveResult]:
         if ("x_star" not in options and problem.p <= RIDGE_REFERENCE_MAX_D and not problem.lazy
                 and problem.n * problem.p**2 <= RIDGE_REFERENCE_MAX_FLOPS):
             options["x_star"] = problem.closed_form()
+        from solvers.rows import as_rows
         from solvers.sketch import solve_ridge
 
-        res = solve_ridge(problem.Aw, problem.bw, problem.alpha, method=method, **options)
-        if res.x is not None:
+        # The working data were checked when the problem was made: as rows, not re-checked.
+        A = as_rows(problem.Aw) if isinstance(problem.Aw, np.ndarray) else problem.Aw
+        res = solve_ridge(A, problem.bw, problem.alpha, method=method, **options)
+        if res.x is None:
+            return res
+        g = res.extra.get("gradient_norm")
+        if g is None:  # the strategy's last gradient is not x's (the best iterate of a
+            # divergence): f, its bound and the relative gradient from a fresh pass
             res.objective, res.bound = problem.objective(res.x), problem.lower_bound(res.x)
-            res.extra.update(
-                intercept=problem.intercept(res.x),
-                relative_gradient=problem.relative_gradient(res.x),
-            )
-            # extra["rel_error"] (set by solve_ridge when x_star is known) is that of the
-            # returned x: after a divergence, the best iterate, not the last one.
+            res.extra["relative_gradient"] = problem.relative_gradient(res.x)
+        else:  # f(x) and ||grad f(x)|| from the strategy's own last pass over the data (the
+            # same working data Aw, bw); verify="independent" recomputes them
+            res.bound = res.objective - g * g / (2.0 * problem.alpha)
+            res.extra["relative_gradient"] = res.extra["grad_norm"]
+        res.extra["intercept"] = problem.intercept(res.x)
+        # extra["rel_error"] (set by solve_ridge when x_star is known) is that of the
+        # returned x: after a divergence, the best iterate, not the last one.
         return res
 
     run.__name__ = f"_ridge_{method.replace('-', '_')}"

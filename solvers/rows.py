@@ -194,6 +194,8 @@ def ridge_rows(A: Any, b: Any, owner: str) -> tuple[Any, Any]:
 
     A numpy ``A`` goes through :func:`solvers.validation.check_array` and ``check_vector``; a
     Dask ``A`` (or ``b``) is checked chunk by chunk (same messages) without being loaded.
+    An ``A`` that already is a :class:`NumpyRows` or :class:`SparseRows` is taken as checked:
+    the problem layer wraps its checked working data so, sparing a second finiteness pass.
     """
     if any_dask(A, b):
         from solvers.dask_rows import DaskRows
@@ -203,6 +205,8 @@ def ridge_rows(A: Any, b: Any, owner: str) -> tuple[Any, Any]:
     from solvers.sparse import CentredSparse
     from solvers.validation import check_array, check_vector
 
+    if isinstance(A, NumpyRows):  # SparseRows too (a subclass)
+        return A, check_vector(b, A.shape[0], "b", against="A")
     if not isinstance(A, CentredSparse):  # a CentredSparse was built from checked data
         A = check_array(A, "A", accept_sparse=True, keep_sparse=True)
     return as_rows(A), check_vector(b, A.shape[0], "b", against="A")

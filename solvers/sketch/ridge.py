@@ -632,6 +632,10 @@ class _Run:
         bound = 0.0 if not self.c_norm else self.x_error_bound(x)
         if bound is not None:
             extra["x_error_bound"] = bound
+        if self.last_gradient is not None and self.last_gradient[0] is x:
+            extra["gradient_norm"] = self.last_gradient[1]  # ||grad f(x)|| at the returned x
+        elif not self.c_norm:
+            extra["gradient_norm"] = 0.0  # x = 0 solves A'b = 0 exactly
         if self.x_star is not None:
             extra["rel_error"] = self.rel_error(x)
         return SolveResult(
