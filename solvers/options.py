@@ -23,7 +23,12 @@ import numpy as np
 
 from solvers.errors import DataError
 from solvers.result import CERTIFICATE_TOL
-from solvers.sketch.methods import DEFAULT_SKETCH_SIZE, RIDGE_METHODS, sketch_size  # noqa: F401
+from solvers.sketch.methods import (  # noqa: F401
+    DEFAULT_SKETCH_SIZE,
+    PCG_MAX_ITER,
+    RIDGE_METHODS,
+    sketch_size,
+)
 from solvers.validation import describe_range, invalid, to_bool, to_number
 
 # Choices and defaults of solvers.aid, kept here so this table module stays import-light
@@ -338,7 +343,9 @@ _RIDGE_COMMON = (
     Option("block_size", "int", 4096, "rows per block when streaming A through a sketch", low=1),
     _verbose("print one line per iteration"),
 )
-_RIDGE_MAX_ITER = _max_iter(10, "iterations (passes over A)", "t")
+_RIDGE_MAX_ITER = _max_iter(
+    None, f"iterations (passes over A); default 10 (the paper's experiment), {PCG_MAX_ITER} "
+    "for pcg-*", "t")
 _RIDGE_SEED = Option("seed", "int", 0, "seed of the random sketches", low=0, none_ok=True)
 _RIDGE_SKETCH = Option("sketch", "object", None,
                        "a finished FrequentDirections sketch of A with m rows to reuse",

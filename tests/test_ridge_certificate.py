@@ -9,6 +9,8 @@ intercept, and the data must be checked for finiteness once per solve, not twice
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 
@@ -89,3 +91,28 @@ def test_data_checked_once_per_solve(data, monkeypatch):
     res = prob.solve("pcg-rfd", m=20, tol=1e-10, max_iter=300)
     assert res.is_optimal
     assert A.shape not in seen  # checked when the problem was made, not again by the strategy
+
+
+def test_pcg_default_iterations_reach_the_rule_and_the_warning_says_why():
+    """pcg-*'s default max_iter lets CG reach its tol (it stopped at 10 before, with a gap of
+    4e-15 reported as 'not certified'); a run stopped early with a small gap says so."""
+    from sklearn.exceptions import ConvergenceWarning
+
+    from optmodels.estimators import RidgeRegressor
+
+    A, b, _ = make_ridge(n=3000, d=300, r=0.1, seed=3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = RidgeRegressor(alpha=1.0, strategy="pcg-rfd").fit(A, b)
+    assert est.result_.is_optimal and est.result_.iterations > 10
+    from sklearn.linear_model import Ridge as SkRidge
+
+    ref = SkRidge(alpha=1.0, solver="cholesky").fit(A, b)  # intercept fitted, as here
+    assert np.linalg.norm(est.coef_ - ref.coef_) <= 1e-8 * np.linalg.norm(ref.coef_)
+    assert est.intercept_ == pytest.approx(ref.intercept_, rel=1e-8, abs=1e-10)
+    with pytest.warns(ConvergenceWarning) as caught:
+        short = RidgeRegressor(alpha=1.0, strategy="pcg-rfd",
+                               strategy_options={"max_iter": 8}).fit(A, b)
+    assert short.result_.gap <= 1e-6 and not short.result_.is_optimal
+    text = str(caught[0].message)
+    assert "within the certificate tolerance" in text and "Raise 'max_iter'" in text

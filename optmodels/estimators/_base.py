@@ -139,12 +139,20 @@ def check_status(result: SolveResult, owner: str) -> SolveResult:
     if result.x is None or result.termination not in USABLE_LIMITS:
         result.require_optimal()
     gap = "unknown" if result.gap is None else f"{result.gap:.2e}"
+    if result.gap is not None and 0.0 <= result.gap <= result.certificate_tol:
+        # the gap is small but the strategy's own rule (often stricter) was not met
+        why = (f": its relative gap {gap} is within the certificate tolerance "
+               f"{result.certificate_tol:.0e}, but the strategy's own stopping rule was not met "
+               f"({result.raw_status}), so it is not reported optimal")
+        fix = "Raise 'max_iter' or loosen 'tol'"
+    else:
+        why = (f" but not certified optimal (relative gap {gap}, certificate tolerance "
+               f"{result.certificate_tol:.0e})")
+        fix = "Tighten 'tol' or raise 'max_iter'"
     warnings.warn(
         f"{owner} (strategy {result.strategy!r}) stopped with termination="
-        f"{result.termination.value} after {result.iterations} iterations: the model is usable "
-        "but not certified optimal (relative "
-        f"gap {gap}, certificate tolerance {result.certificate_tol:.0e}). Tighten 'tol' or raise "
-        "'max_iter' in strategy_options, or use strategy='full'.",
+        f"{result.termination.value} after {result.iterations} iterations: the model is usable"
+        f"{why}. {fix} in strategy_options, or use strategy='full'.",
         ConvergenceWarning,
         stacklevel=3,
     )

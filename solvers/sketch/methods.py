@@ -35,6 +35,10 @@ DEFAULT_SKETCH_SIZE = 256
 data whose effective rank is about 0.1 d, m must exceed it (m = 256 took 6 iterations at
 d = 1024, m = 128 took 246); on slowly decaying spectra a smaller m costs few iterations."""
 
+PCG_MAX_ITER = 500
+"""pcg-*'s default iteration limit (the other iterative methods: 10, the paper's experiment).
+CG needs at most d iterations in exact arithmetic; the benchmarks' runs to tol 1e-10 took 7-35."""
+
 
 def sketch_size(m: int | None, d: int, owner: str) -> int:
     """The sketch size ``m``: min(DEFAULT_SKETCH_SIZE, d) when None; a given m must be an int

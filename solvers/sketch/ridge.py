@@ -80,7 +80,7 @@ from solvers.errors import DataError
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
 from solvers.rows import NumpyRows, as_rows, ridge_rows
 from solvers.sketch.fd import FrequentDirections
-from solvers.sketch.methods import DEFAULT_SKETCH_SIZE, RIDGE_METHODS, sketch_size
+from solvers.sketch.methods import DEFAULT_SKETCH_SIZE, PCG_MAX_ITER, RIDGE_METHODS, sketch_size
 from solvers.sketch.precondition import JacobiSketchPreconditioner, SketchPreconditioner
 from solvers.validation import (
     check_choice,
@@ -388,7 +388,7 @@ def solve_ridge(
     *,
     method: str,
     m: int | None = None,
-    max_iter: int = 10,
+    max_iter: int | None = None,
     tol: float = 1e-10,
     x_star: np.ndarray | None = None,
     seed: int | None = 0,
@@ -414,8 +414,9 @@ def solve_ridge(
         Sketch size (rows of B or S), ``1 <= m <= d``; ``None`` (default) is
         :func:`sketch_size`'s ``min(DEFAULT_SKETCH_SIZE, d)``, for pcg-* the cost-model choice
         :func:`pcg_sketch_size` (n, d); ignored by ``"cholesky"``.
-    max_iter : int
-        Iterations (passes over A) for the iterative methods (the paper's t).
+    max_iter : int, optional
+        Iterations (passes over A) for the iterative methods (the paper's t); default 10 (the
+        paper's iterative experiment), 500 for pcg-* (CG reaching tol).
     tol : float
         Stop with OPTIMAL once ``||grad f(x)|| <= tol * (||A'A x|| + gamma ||x|| + ||A'b||)``
         (scale invariant; see the module docstring).
@@ -462,6 +463,8 @@ def solve_ridge(
             raise DataError(f"The 'sketch_rows' argument is used by pcg-fd and pcg-rfd only; "
                             f"got method={method!r}. Leave it out for this method.")
         sketch_rows = check_int(sketch_rows, "sketch_rows", f, low=1)
+    if max_iter is None:
+        max_iter = PCG_MAX_ITER if family == "pcg" else 10
     max_iter = check_int(max_iter, "max_iter", f)
     tol = check_nonnegative(tol, "tol", f)
     block_size = check_int(block_size, "block_size", f)
