@@ -25,7 +25,13 @@ import numpy as np
 from optmodels.problem import Problem
 from optmodels.validation import Param
 from solvers.qp import QPData
-from solvers.result import CERTIFICATE_TOL, SolutionStatus, SolveResult, TerminationCondition
+from solvers.result import (
+    CERTIFICATE_TOL,
+    SolutionStatus,
+    SolveResult,
+    TerminationCondition,
+    stable_norm,
+)
 from solvers.rows import any_dask, is_dask
 from solvers.sketch import RIDGE_METHODS
 from solvers.sparse import CentredSparse, is_scipy_sparse
@@ -164,8 +170,8 @@ class Ridge(Problem):
         """||grad f(x)|| over the sum of the norms of its terms A'SAx, alpha x and A'S b."""
         ata_x, atb, _ = self._terms(x)
         grad = ata_x - atb + self.alpha * x
-        scale = np.linalg.norm(ata_x) + self.alpha * np.linalg.norm(x) + np.linalg.norm(atb)
-        return float(np.linalg.norm(grad) / scale) if scale > 0 else 0.0
+        scale = stable_norm(ata_x) + self.alpha * stable_norm(x) + stable_norm(atb)
+        return stable_norm(grad) / scale if scale > 0 else 0.0
 
     def natural_scale(self) -> float:
         """f(0) = 1/2 ||S^(1/2) b||^2 (1 when b is fitted exactly by 0); computed once on Dask
@@ -181,7 +187,7 @@ class Ridge(Problem):
     def lower_bound(self, x: np.ndarray) -> float:
         """f(x) - ||grad f(x)||^2 / (2 alpha) <= f* (strong convexity with modulus alpha)."""
         g = self.gradient(x)
-        return self.objective(x) - float(g @ g) / (2.0 * self.alpha)
+        return self.objective(x) - (stable_norm(g) / np.sqrt(2.0 * self.alpha)) ** 2
 
     def intercept(self, x: np.ndarray) -> float:
         return float(self.b_mean - self.a_mean @ x)

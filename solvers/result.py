@@ -42,6 +42,20 @@ RESOLUTION = 1e-12
 that float64 sums of up to ~10^7 terms resolve (about 4500 machine epsilons)."""
 
 
+def stable_norm(v: np.ndarray) -> float:
+    """``||v||_2`` without overflow or underflow of the squares: ``numpy.linalg.norm`` sums
+    squares, which are 0 for entries below 1e-154 and inf above 1e154 (a ridge problem scaled
+    by 1e-100 had ||A'b|| = 0 and was "solved" by x = 0); outside [1e-140, 1e140] the vector
+    is divided by its largest magnitude first (BLAS nrm2's idea, one more pass)."""
+    v = np.asarray(v)
+    if not v.size:
+        return 0.0
+    top = float(np.max(np.abs(v)))
+    if top == 0.0 or not np.isfinite(top) or 1e-140 < top < 1e140:
+        return top if top == 0.0 or not np.isfinite(top) else float(np.linalg.norm(v))
+    return top * float(np.linalg.norm(v / top))
+
+
 def roundoff_tol(objective: float | None, bound: float | None, scale: float | None) -> float:
     """The round-off allowance of a relative gap: ``max(ROUNDOFF_TOL, RESOLUTION *
     max(|objective|, |bound|) / scale)``.

@@ -116,3 +116,57 @@ def test_pcg_default_iterations_reach_the_rule_and_the_warning_says_why():
     assert short.result_.gap <= 1e-6 and not short.result_.is_optimal
     text = str(caught[0].message)
     assert "within the certificate tolerance" in text and "Raise 'max_iter'" in text
+
+
+@pytest.mark.parametrize("scale", [1e-160, 1e-150, 1e-100, 1e100, 1e150])
+@pytest.mark.parametrize("method", ["full", "pcg-rfd", "pcg-fd", "rfd", "fdrr"])
+def test_extreme_scalings_are_solved_or_not_called_optimal(method, scale):
+    """A, b scaled by s and alpha by s^2 is the same problem (x* unchanged). With A ~ 1e-100,
+    numpy's norm of A'b (squares below 1e-308) was 0 and the sketches returned x = 0 as "the
+    exact solution"; norms are now taken without underflow or overflow
+    (:func:`solvers.result.stable_norm`). An optimal answer must be x*; at 1e-160 (products in
+    float64's subnormal range) the answer need not be found, but is then not called optimal."""
+    A, b, _ = make_ridge(n=1500, d=120, r=0.1, seed=3)
+    xs = np.linalg.solve(A.T @ A + np.eye(120), A.T @ b)
+    res = Ridge(A * scale, b * scale, alpha=scale**2).solve(method)
+    err = np.linalg.norm(res.x - xs) / np.linalg.norm(xs)
+    if res.is_optimal:
+        assert err <= 1e-8
+    if scale >= 1e-150:
+        assert err <= 1e-8 and (res.is_optimal or method == "fdrr")
+        # the float32 sketch of pcg-fd is taken of power-of-two rescaled rows: the same
+        # preconditioner, so the same iterations as on the unscaled data
+        assert res.iterations == Ridge(A, b, alpha=1.0).solve(method).iterations
+
+
+@pytest.mark.parametrize("scale", [1e-100, 1e-30, 1e50, 1e100])
+def test_float32_sketch_follows_the_scale_of_the_rows(scale):
+    from solvers.sketch import FrequentDirections
+
+    A, _, _ = make_ridge(n=700, d=60, r=0.1, seed=5)
+    ref = FrequentDirections(20, robust=True, dtype="float32").fit(A, block_size=100)
+    sk = FrequentDirections(20, robust=True, dtype="float32").fit(A * scale, block_size=100)
+    assert np.all(np.isfinite(sk.sketch_))
+    # the same quadratic form B'B up to float32 rounding (single rows of B near the shrinking
+    # threshold are not stable; B'B is)
+    G, G_ref = (sk.sketch_ / scale).T @ (sk.sketch_ / scale), ref.sketch_.T @ ref.sketch_
+    assert np.linalg.norm(G - G_ref, 2) <= 1e-5 * np.linalg.norm(A, 2) ** 2
+    # rho to float32 rounding of the scale ||A||_2^2 (as in test_sketch_fd), and FD's bound
+    top = np.linalg.norm(A, 2) ** 2
+    assert abs(sk.rho_ / scale**2 - ref.rho_) <= 1e-5 * top
+    ev = np.linalg.eigvalsh(A.T @ A - G)
+    assert ev.min() >= -1e-5 * top and ev.max() <= 2 * sk.rho_ / scale**2 + 1e-5 * top
+    # a later block far larger than the first rescales the buffer instead of overflowing
+    big = FrequentDirections(20, dtype="float32").partial_fit(A[:300]).partial_fit(A[300:] * 1e45)
+    assert np.all(np.isfinite(big.sketch_)) and np.abs(big.sketch_).max() > 1e44
+
+
+def test_stable_norm_against_exact_values():
+    from solvers.result import stable_norm
+
+    for v in (1e-200, 1e-160, 1.0, 1e160, 1e200):
+        assert stable_norm(np.full(4, v)) == pytest.approx(2 * v, rel=1e-15)
+        assert stable_norm(np.array([3 * v, -4 * v])) == pytest.approx(5 * v, rel=1e-15)
+    assert stable_norm(np.zeros(3)) == 0.0 and stable_norm(np.zeros(0)) == 0.0
+    assert stable_norm(np.array([1.0, np.inf])) == np.inf
+    assert np.isnan(stable_norm(np.array([1.0, np.nan])))

@@ -120,7 +120,8 @@ class FrequentDirections:
         self._buf: np.ndarray | None = None
         self._nfill = 0
         self._kept2: np.ndarray | None = None  # squared norms of the orthogonal leading rows
-        self._delta_sum = 0.0
+        self._delta_sum = 0.0  # in the buffer's units (times _scale^2)
+        self._scale = 1.0  # float32 buffers hold the rows times this power of two
         self.n_rows_seen_ = 0
         self.frob2_ = 0.0
         self.n_shrinks_ = 0
@@ -151,7 +152,7 @@ class FrequentDirections:
         self.frob2_ += float(np.einsum("ij,ij->", X, X))
         self.n_rows_seen_ += X.shape[0]
         with blas_limit(self.blas_threads):
-            self._insert(X)
+            self._insert(self._scaled(X))
         return self
 
     def fit(self, A: np.ndarray, *, block_size: int = 4096) -> FrequentDirections:
@@ -186,8 +187,8 @@ class FrequentDirections:
                 f"The 'other' sketch has {rows.shape[1]} features; this one {self._buf.shape[1]}."
             )
         with blas_limit(self.blas_threads):
-            self._insert(rows)
-        self._delta_sum += other._delta_sum
+            self._insert(self._scaled(rows / other._scale if other._scale != 1.0 else rows))
+        self._delta_sum += other._delta_sum * (self._scale / other._scale) ** 2
         self.n_rows_seen_ += other.n_rows_seen_
         self.frob2_ += other.frob2_
         self.n_shrinks_ += other.n_shrinks_
@@ -201,21 +202,47 @@ class FrequentDirections:
             raise DataError("This sketch has seen no rows; call partial_fit(block) first.")
         if self._nfill > self.m:
             self._shrink()
-        return self._buf[: self.m].astype(np.float64)
+        return self._buf[: self.m].astype(np.float64) / self._scale
 
     @property
     def rho_(self) -> float:
         """RFD's shift ``sum(delta) / 2`` (0.0 for plain FD)."""
         if self._nfill > self.m:
             self._shrink()
-        return 0.5 * self._delta_sum if self.robust else 0.0
+        return 0.5 * self.delta_sum_ if self.robust else 0.0
 
     @property
     def delta_sum_(self) -> float:
         """Total shrinkage ``sum(delta)``; FD's guarantee says it is <= ||A - A_k||_F^2/(m-k)."""
-        return self._delta_sum
+        return self._delta_sum / self._scale**2
 
     # ------------------------------------------------------------------ internals
+    def _scaled(self, X: np.ndarray) -> np.ndarray:
+        """X times the buffer's power-of-two scale. A float32 buffer keeps its rows' largest
+        magnitude near 1: entries beyond float32's range (3.4e38, or below 1e-38) would
+        overflow or lose their digits in the cast (a ridge problem scaled by 1e100 gave a NaN
+        sketch). The scale is set by the first block outside [2^-60, 2^60] and the buffer is
+        rescaled, exactly, when a later block would exceed 2^60; float64 buffers keep 1."""
+        if self.dtype != "float32" or not X.size:
+            return X
+        top = max(abs(float(np.max(X))), abs(float(np.min(X))))
+        if not (np.isfinite(top) and top > 0):
+            return X if self._scale == 1.0 else X * self._scale
+        if not 2.0**-60 <= top * self._scale <= 2.0**60:
+            if self._nfill == 0 or top * self._scale > 2.0**60:
+                factor = 2.0 ** -np.ceil(np.log2(top * self._scale))
+                self._rescale(float(factor))
+        return X if self._scale == 1.0 else X * self._scale
+
+    def _rescale(self, factor: float) -> None:
+        """Multiply the buffer (and what is kept in its units) by a power of two."""
+        if self._buf is not None and self._nfill:
+            self._buf[: self._nfill] *= np.float32(factor)
+        if self._kept2 is not None:
+            self._kept2 = self._kept2 * np.float32(factor * factor)
+        self._delta_sum *= factor * factor
+        self._scale *= factor
+
     def _insert(self, X: np.ndarray) -> None:
         buf = self._buf
         assert buf is not None

@@ -77,7 +77,7 @@ import numpy as np
 import scipy.linalg
 
 from solvers.errors import DataError
-from solvers.result import SolutionStatus, SolveResult, TerminationCondition
+from solvers.result import SolutionStatus, SolveResult, TerminationCondition, stable_norm
 from solvers.rows import NumpyRows, as_rows, ridge_rows
 from solvers.sketch.fd import FrequentDirections
 from solvers.sketch.methods import DEFAULT_SKETCH_SIZE, PCG_MAX_ITER, RIDGE_METHODS, sketch_size
@@ -559,7 +559,7 @@ class _Run:
             self.c, self.row_norms2, self.col_norms2 = A.norms_rmatvec(b)
         else:
             self.c = A.rmatvec(b)
-        self.c_norm = float(np.linalg.norm(self.c))
+        self.c_norm = stable_norm(self.c)  # > 0 exactly when A'b has a nonzero entry
         self.f0 = 0.5 * A.dot(b, b)
         self.xs_norm = None if x_star is None else float(np.linalg.norm(x_star))
         self.history: list[dict] = []
@@ -589,9 +589,8 @@ class _Run:
         """``||g|| / (||A'A x|| + gamma ||x|| + ||A'b||)`` (the magnitudes of the gradient's
         terms; > 0 since A'b != 0 here). NaN or inf when the iterate is not finite."""
         with np.errstate(over="ignore", invalid="ignore"):
-            scale = (float(np.linalg.norm(ata_x)) + self.gamma * float(np.linalg.norm(x))
-                     + self.c_norm)
-            g_norm = float(np.linalg.norm(g))
+            scale = stable_norm(ata_x) + self.gamma * stable_norm(x) + self.c_norm
+            g_norm = stable_norm(g)
             self.last_gradient = (x, g_norm)
             return g_norm / scale
 
@@ -603,7 +602,7 @@ class _Run:
             return None
         e = self.last_gradient[1] / self.gamma
         with np.errstate(over="ignore", invalid="ignore"):
-            room = float(np.linalg.norm(x)) - e
+            room = stable_norm(x) - e
         return e / room if room > 0 else float("inf")
 
     def rel_error(self, x: np.ndarray) -> float | None:
@@ -779,6 +778,8 @@ class _Run:
                 break
             z = P.solve(r)
             rz_new = float(r @ z)
+            if not (rz_new > 0 and rz > 0):  # r'z underflowed (data in float64's subnormal
+                break  # range) or is not finite: CG cannot go on; reported, never optimal
             p = z + (rz_new / rz) * p if rg > 0 else z
             rz = rz_new
         else:
