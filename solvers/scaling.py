@@ -18,7 +18,8 @@ point. They come from
 2. a common variable scale ``t``: ``D <- t D``, ``R <- R / t``, which leaves ``R A D``
    unchanged and brings the bounds near 1. ``t`` is the typical box of the bounded variables
    when that is small (``|x_j|`` cannot exceed its box, so the box is its natural unit; a large
-   box says nothing about a variable far from it), else, without boxes, the typical row
+   box says nothing about a variable far from it; in an LP, also when the boxes are moderate
+   and only Ruiz's factors made them large), else, without boxes, the typical row
    right-hand side (the size of ``A x``);
 3. ``sigma`` making the largest objective coefficient (``Dc`` or ``DPD``) about 1.
 
@@ -110,14 +111,25 @@ def _common_scale(qp: QPData, d: np.ndarray, r: np.ndarray) -> float:
     """The common variable scale t of step 2.
 
     With bounded variables (boxes), t is their typical box size when that is below 1 (large
-    boxes say nothing). Without boxes, the right-hand sides of the rows are the size of A x
-    and give t in both directions (a ridge target b * 1e-12 makes x tiny too).
+    boxes say nothing), or, in an LP, when Ruiz alone made moderate boxes large. Without
+    boxes, the right-hand sides of the rows are the size of A x and give t in both directions
+    (a ridge target b * 1e-12 makes x tiny too).
     """
     boxed = np.isfinite(qp.col_lo) & np.isfinite(qp.col_hi)
     if boxed.any():
-        box = np.maximum(np.abs(qp.col_lo[boxed]), np.abs(qp.col_hi[boxed])) / d[boxed]
-        t = _magnitude(box)
-        return t if t is not None and t <= 1.0 / COMMON_SCALE_MIN else 1.0
+        own = np.maximum(np.abs(qp.col_lo[boxed]), np.abs(qp.col_hi[boxed]))
+        t = _magnitude(own / d[boxed])
+        if t is None:
+            return 1.0
+        if t <= 1.0 / COMMON_SCALE_MIN:
+            return t
+        # An LP's large scaled box whose own box is moderate was made large by Ruiz (d tiny:
+        # the dual of a LAD on X * 1e45 has u in [-1, 1] but Ruiz units of 2^75, and HiGHS ran
+        # to its iteration limit): back to the box's own unit (t cancels in R A D; a QP's
+        # D P D would take t^2, so QPs keep the Ruiz units).
+        own_t = _magnitude(own)
+        moderate = own_t is not None and 1.0 / COMMON_SCALE_MIN < own_t < COMMON_SCALE_MIN
+        return t if qp.is_lp and moderate and t >= COMMON_SCALE_MIN else 1.0
     t = _magnitude(np.concatenate([r * qp.row_lo, r * qp.row_hi]))
     return t if t is not None and not 1.0 / COMMON_SCALE_MIN < t < COMMON_SCALE_MIN else 1.0
 

@@ -71,6 +71,18 @@ def test_lad_scaled_target_keeps_the_optimum(lad_data, solver, factor):
     np.testing.assert_allclose(res.x / factor, ref.x, rtol=1e-5, atol=1e-8)
 
 
+@pytest.mark.parametrize("factor", [1e-60, 1e45, 1e55, 1e100])
+def test_lad_whole_problem_scaled_is_solved_by_highs(lad_data, factor):
+    """X and y both scaled: the same coefficients. At X * 1e45 the dual's u in [-1, 1] had
+    Ruiz units of 2^75 and HiGHS ran to its iteration limit; the common scale now takes a box
+    made large by Ruiz back to its own unit (solvers.scaling._common_scale)."""
+    X, y, ref = lad_data
+    res = LAD(X * factor, y * factor).solve()
+    assert res.is_optimal, res.raw_status
+    assert res.objective / factor == pytest.approx(ref.objective, rel=1e-7)
+    np.testing.assert_allclose(res.x, ref.x, rtol=1e-6, atol=1e-9)
+
+
 @pytest.mark.parametrize("solver", BACKENDS)
 def test_lad_tiny_weights_are_never_infeasible(lad_data, solver):
     X, y, ref = lad_data
