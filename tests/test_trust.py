@@ -303,3 +303,47 @@ def test_roundoff_allowance_follows_the_objective_magnitude():
     assert "float64 resolves its relative gap only to 1e-05" in huge.raw_status
     assert not gap_within(0.0, CERTIFICATE_TOL, 1e-5)
     assert gap_within(-5e-9, CERTIFICATE_TOL, 1e-8) and not gap_within(-5e-9)
+
+
+# ---- KLR at extreme C ------------------------------------------------------------------------
+@pytest.mark.parametrize("C", [1e-250, 1e-200, 1e200, 1e250])
+def test_klr_start_stays_in_its_box_at_extreme_C(C):
+    """Keerthi's start multiplied before dividing, so C near 1e+-200 overflowed or underflowed
+    and the start left its box (a ValueError about 'alpha0', an argument nobody passed)."""
+    from solvers.smo.klr import feasible_start
+
+    rng = np.random.default_rng(4)
+    y = np.where(rng.random(150) < 0.3, 1.0, -1.0)
+    Ci = C * rng.uniform(0.5, 2.0, 150)
+    lower, upper = 1e-12 * Ci, Ci * (1 - 1e-12)
+    a = feasible_start(y, lower, upper, Ci)
+    assert np.all(a >= lower) and np.all(a <= upper)  # the box solve_dual accepts
+    assert abs(y @ a) <= 1e-12 * np.abs(a).sum()
+
+
+@pytest.mark.parametrize("C", [1e-200, 1e200])
+def test_klr_smo_at_extreme_C_returns_a_status(C):
+    from optmodels import KLR
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((120, 3))
+    y = np.where(X[:, 0] + 0.3 * rng.standard_normal(120) > 0, 1.0, -1.0)
+    with np.errstate(all="ignore"):
+        res = KLR(X, y, C=C, kernel="linear").solve("smo")
+    assert res.termination not in IMPOSSIBLE
+    if res.is_optimal:
+        assert res.gap <= CERTIFICATE_TOL
+
+
+def test_klr_block_solver_failure_is_a_numerical_error_not_a_traceback():
+    """CVXPY's SolverError (or its ValueError on non-finite data) inside a KLR block
+    subproblem ends the strategy with NUMERICAL_ERROR and the reason, like any failure."""
+    from optmodels import KLR
+
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((120, 3))
+    y = np.where(X[:, 0] + 0.3 * rng.standard_normal(120) > 0, 1.0, -1.0)
+    res = KLR(X * 1e-10, y, C=1e20, kernel="linear").solve("block")
+    if not res.is_optimal:
+        assert res.termination is T.NUMERICAL_ERROR
+        assert "could not solve a KLR block subproblem" in res.raw_status

@@ -144,13 +144,18 @@ def _entropy_cvxpy(Qbb, c, yb, rhs, lo, up, Cb, solver: str) -> np.ndarray:
     entropy = cp.sum(cp.multiply(Cb, cp.entr(d) + cp.entr(1 - d)))
     obj = 0.5 * cp.sum_squares(F.T @ a) + c @ a - entropy
     prob = cp.Problem(cp.Minimize(obj), [yb @ a == rhs, a >= lo, a <= up])
-    with warnings.catch_warnings():  # "inaccurate" answers are polished and certified after
-        warnings.simplefilter("ignore", UserWarning)
-        if solver == "CLARABEL":
-            prob.solve(solver=solver, tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10,
-                       tol_ktratio=1e-10)
-        else:
-            prob.solve(solver=solver, abstol=1e-10, reltol=1e-10, feastol=1e-10)
+    try:
+        with warnings.catch_warnings():  # "inaccurate" answers are polished and certified
+            warnings.simplefilter("ignore", UserWarning)
+            if solver == "CLARABEL":
+                prob.solve(solver=solver, tol_gap_abs=1e-10, tol_gap_rel=1e-10,
+                           tol_feas=1e-10, tol_ktratio=1e-10)
+            else:
+                prob.solve(solver=solver, abstol=1e-10, reltol=1e-10, feastol=1e-10)
+    except (cp.error.SolverError, ValueError) as exc:  # a solver failure or non-finite data
+        # (C_i or the kernel near float64's limits): the strategy's failure, not bad input
+        raise RuntimeError(f"{solver} could not solve a KLR block subproblem ({exc}); try "
+                           "strategy='smo', or rescale C and the features nearer 1") from exc
     if a.value is None or prob.status not in ("optimal", "optimal_inaccurate"):
         raise RuntimeError(f"{solver} subproblem ended with status {prob.status}")
     return np.clip(a.value, lo, up)

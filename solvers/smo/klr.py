@@ -188,11 +188,13 @@ def feasible_start(
         return a
     big = pos if lower[pos].sum() >= lower[~pos].sum() else ~pos
     a = lower.copy()
-    a[~big] = lower[big].sum() * C[~big] / C[~big].sum()
+    # shares C_i / sum C (at most 1) before the products: C near 1e200 or 1e-200 would make
+    # the product overflow or underflow first (the start left its box)
+    a[~big] = lower[big].sum() * (C[~big] / C[~big].sum())
     if np.all(a[~big] > lower[~big]) and np.all(a[~big] < upper[~big]):
         return a
     total = 0.5 * min(C[pos].sum(), C[~pos].sum())
-    return np.where(pos, total * C / C[pos].sum(), total * C / C[~pos].sum())
+    return np.where(pos, total * (C / C[pos].sum()), total * (C / C[~pos].sum()))
 
 
 def solve_klr_problem(
