@@ -45,7 +45,13 @@ from optmodels.svm import KERNEL_PARAMS, build_kernel, check_n_features
 from optmodels.validation import Param
 from solvers.backend import get_backend
 from solvers.errors import DataError, ExportError
-from solvers.result import CERTIFICATE_TOL, SolutionStatus, SolveResult, TerminationCondition
+from solvers.result import (
+    CERTIFICATE_TOL,
+    SolutionStatus,
+    SolveResult,
+    TerminationCondition,
+    objective_scale,
+)
 from solvers.smo.certificate import klr_best_intercept, klr_loss, klr_primal, klr_scale
 from solvers.special import expit, xlogy
 from solvers.validation import check_array, check_labels, check_sample_weight
@@ -137,6 +143,12 @@ class KLR(Problem):
     def natural_scale(self) -> float:
         """P(0, 0) = sum_i loss_i(0) (module docstring): gaps are relative to it."""
         return klr_scale(self.lam, self.Ci, self.lower, self.upper)
+
+    def certificate_scale(self, res: SolveResult) -> float:
+        """:func:`solvers.result.objective_scale` of the natural scale and the result's
+        objective and bound: on separable data the optimum stays bounded as C grows, so 1e-6
+        of P(0, 0) alone would let an answer far from it pass."""
+        return objective_scale(self.natural_scale(), res.objective, res.bound)
 
     def primal_objective(self, alpha: np.ndarray, b: float) -> float:
         """P(w(alpha), b) = 1/2 alpha'Q alpha + sum_i loss_i((Q alpha)_i + y_i b)."""

@@ -169,11 +169,16 @@ class Problem:
         tol: float = CERTIFICATE_TOL,
         failure: TerminationCondition = TerminationCondition.CONVERGED,
     ) -> SolveResult:
-        """Apply :func:`solvers.result.certify` with this problem's natural scale."""
-        scale = self.natural_scale()
+        """Apply :func:`solvers.result.certify` with this problem's :meth:`certificate_scale`."""
+        scale = self.certificate_scale(res)
         if scale is None:
             return res
         return certify(res, scale, tol=tol, failure=failure)
+
+    def certificate_scale(self, res: SolveResult) -> float | None:
+        """The scale a result's gap is measured against: the natural scale (problems whose
+        natural scale can lie far above the optimum use :func:`solvers.result.objective_scale`)."""
+        return self.natural_scale()
 
     def _solve_declared(
         self, form: tuple[str, ...], solver: str, **kwargs: Any

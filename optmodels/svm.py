@@ -30,7 +30,7 @@ from optmodels.validation import Param, resolve_gamma
 from solvers.errors import DataError
 from solvers.kernels import KERNELS, Kernel
 from solvers.qp import QPData
-from solvers.result import CERTIFICATE_TOL, SolveResult, TerminationCondition
+from solvers.result import CERTIFICATE_TOL, SolveResult, TerminationCondition, objective_scale
 from solvers.rows import any_dask, is_dask
 from solvers.sparse import is_scipy_sparse
 from solvers.validation import (
@@ -191,6 +191,12 @@ class SVM(Problem):
         """P(0, 0) = sum_i C_i, an upper bound on the optimum that scales with C and the
         weights (the "C n" of the SVM): gaps are measured against it."""
         return float(self.box.sum())
+
+    def certificate_scale(self, res: SolveResult) -> float:
+        """:func:`solvers.result.objective_scale` of the natural scale and the result's
+        objective and bound: on separable data the optimum stays bounded as C grows, so 1e-6
+        of P(0, 0) alone would let an answer far from it pass."""
+        return objective_scale(self.natural_scale(), res.objective, res.bound)
 
     def feasible_alpha(self, alpha: np.ndarray) -> np.ndarray:
         """alpha clipped to [0, C_i] (squared hinge: to [0, inf), and 0 where C_i = 0) and then

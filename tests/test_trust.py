@@ -347,3 +347,40 @@ def test_klr_block_solver_failure_is_a_numerical_error_not_a_traceback():
     if not res.is_optimal:
         assert res.termination is T.NUMERICAL_ERROR
         assert "could not solve a KLR block subproblem" in res.raw_status
+
+
+# ---- SVM on separable data at large C: the gap is measured against the optimum --------------
+@pytest.fixture(scope="module")
+def separable_rbf():
+    X, y = make_classification(n=200, p=4, separation=1.5, seed=2)
+    ref = SVM(X, y, C=1e4, kernel="rbf", gamma=0.5).solve()  # the hard-margin value, reached
+    assert ref.is_optimal
+    return X, y, ref.objective
+
+
+@pytest.mark.parametrize("C", [1e6, 1e10])
+@pytest.mark.parametrize("strategy", ["smo", "block", "aid"])
+def test_separable_svm_at_large_C_is_optimal_only_at_the_optimum(separable_rbf, strategy, C):
+    """Separable in kernel space, the optimum stays at 4241.54 as C grows while sum C_i = 200 C:
+    1e-6 of sum C_i let SMO and block call 4350.6 (C = 1e6) and 1.1e6 (C = 1e10) optimal and
+    AID call 8.9e17 certified at C = 1e30. Gaps are now relative to min(sum C_i, |objective|)
+    (solvers.result.objective_scale): optimal means within 1e-6 of the optimum itself."""
+    X, y, f_star = separable_rbf
+    problem = SVM(X, y, C=C, kernel="rbf", gamma=0.5)
+    res = problem.solve(strategy)
+    assert res.termination not in IMPOSSIBLE
+    if res.is_optimal:
+        primal = problem.kernel_primal_objective(res.extra["alpha"], res.extra["b"])
+        assert primal == pytest.approx(f_star, rel=2e-6)
+    if C == 1e6 and strategy != "aid":
+        assert res.is_optimal or res.gap > 1e-6  # never a small gap called converged
+
+
+def test_linear_svm_with_scaled_features_at_default_C_is_optimal_at_the_optimum():
+    X, y = make_classification(n=200, p=4, separation=6.0, seed=2)
+    problem = SVM(X * 100, y, C=1.0)
+    ref = problem.solve("ipm")
+    res = problem.solve("smo")
+    assert ref.is_optimal
+    if res.is_optimal:  # it was "optimal" at 1.3785e-4 against 1.26795e-4
+        assert res.objective == pytest.approx(ref.objective, rel=2e-6)

@@ -63,6 +63,7 @@ from solvers.result import (
     SolveResult,
     TerminationCondition,
     certify,
+    objective_scale,
 )
 from solvers.rows import SvmRows, any_dask
 from solvers.validation import (
@@ -404,7 +405,9 @@ def _run(model, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbose, t0,
         st["F"] = max(st["F"], F)  # every F^t is a valid bound, so is their maximum
         if E < st["E_best"]:
             st["E_best"], st["best"] = E, sol
-        gap = max((st["E_best"] - st["F"]) / scale, 0.0)
+        # the problem layer's gap scale: sum C_i s_i, or the objective when that is smaller
+        gscale = objective_scale(scale, st["E_best"], st["F"])
+        gap = max((st["E_best"] - st["F"]) / gscale, 0.0)
         n_mixed = int(mixed.sum())
         st["history"].append(dict(iteration=it, clusters=agg.n_clusters, F=F, E=E,
                                   E_best=st["E_best"], gap=gap, mixed=n_mixed, qp_time=t_qp,
@@ -414,7 +417,7 @@ def _run(model, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbose, t0,
                   f"F {F:.10g}  E {E:.10g}  gap {gap:.3e}  qp {t_qp:.2f}s  "
                   f"t {time.perf_counter() - t0:.2f}s")
         if n_mixed == 0:
-            st["termination"], msg = pure_verdict(st["E_best"], st["F"], scale, it, "QP",
+            st["termination"], msg = pure_verdict(st["E_best"], st["F"], gscale, it, "QP",
                                                   lambda: _diagnosis(model, C))
             st["raw"] = msg or st["raw"]
             break
@@ -470,7 +473,7 @@ def _result(st, agg, keep, n, kernel, subsolver, t0, scale, model) -> SolveResul
         solve_time=time.perf_counter() - t0, solver=solver, raw_status=st["raw"],
         strategy="aid", extra=extra,
     )
-    certify(res, scale, failure=TerminationCondition.NUMERICAL_ERROR)
+    certify(res, objective_scale(scale, E, F), failure=TerminationCondition.NUMERICAL_ERROR)
     certified = res.termination is TerminationCondition.CERTIFIED
     extra.update(intercept=float(b), certified=certified, E_best=E, F=F, gap=res.gap,
                  n_clusters_final=agg.n_clusters, labels=labels)

@@ -101,7 +101,13 @@ import numpy as np
 import scipy.linalg
 
 from solvers.aid.svm_qp import feasible_alpha
-from solvers.result import SolutionStatus, SolveResult, TerminationCondition, certify
+from solvers.result import (
+    SolutionStatus,
+    SolveResult,
+    TerminationCondition,
+    certify,
+    objective_scale,
+)
 from solvers.sketch.fd import FrequentDirections
 from solvers.validation import (
     check_array,
@@ -685,5 +691,7 @@ class _IPM:
         res = SolveResult(cond, status, objective=obj, x=w, bound=dual, iterations=it,
                           solver=OWNER, raw_status=raw, extra=extra,
                           strategy=self.label())
-        return certify(res, self.scale, tol=max(self.opts.tol, 1e-6),
+        # the problem layer's gap scale (sum C_i, or the objective when smaller), so that the
+        # loop's "gap <= tol" is the gap the user is shown
+        return certify(res, objective_scale(self.scale, obj, dual), tol=max(self.opts.tol, 1e-6),
                        failure=TerminationCondition.NUMERICAL_ERROR)

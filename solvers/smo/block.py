@@ -340,8 +340,8 @@ def block_svm(
     def certificate(st: BlockState) -> Certificate:
         b_ = svm_best_intercept(st.grad, y_pm, up)
         obj = _objective(st.alpha, st.grad, lin, None)
-        return Certificate(obj, obj - svm_gap(st.alpha, st.grad, y_pm, up, b_), float(up.sum()),
-                           b_)
+        return Certificate.of(obj, obj - svm_gap(st.alpha, st.grad, y_pm, up, b_),
+                              float(up.sum()), b_)
 
     st, cert, tol_met, rounds, it = refine_loop(run, certificate, run(None, tol, max_iter), tol,
                                                 max_iter, refine)

@@ -301,7 +301,7 @@ def klr_certificate_at(prob: KLRProblem, lam: float, alpha: np.ndarray, qa: np.n
     args = (prob.yk, lam, prob.C, prob.lower, prob.upper)
     b = klr_best_intercept(qa, *args, b0)
     bound = -klr_primal(alpha, qa, *args, b)
-    return Certificate(objective, bound, klr_scale(lam, prob.C, prob.lower, prob.upper), b)
+    return Certificate.of(objective, bound, klr_scale(lam, prob.C, prob.lower, prob.upper), b)
 
 
 def pilot_start(prob: KLRProblem, lam: float) -> np.ndarray:

@@ -186,8 +186,8 @@ def smo_svm(
 
     def certificate(s: DualSolution) -> Certificate:
         b_ = svm_best_intercept(s.grad, yk, up)
-        return Certificate(s.objective, s.objective - svm_gap(s.alpha, s.grad, yk, up, b_),
-                           float(up.sum()), b_)
+        return Certificate.of(s.objective, s.objective - svm_gap(s.alpha, s.grad, yk, up, b_),
+                              float(up.sum()), b_)
 
     first = run(None, tol, max_iter)
     sol, cert, tol_met, rounds, iters = refine_loop(run, certificate, first, tol, max_iter, refine)
