@@ -240,7 +240,7 @@ class SolveResult:
             ("Certified:", format_number(bool(self.certified and self.is_optimal))),
             ("Relative gap:", format_number(self.gap, "gap")),
             ("Tolerance:", format_number(self.certificate_tol)),
-            ("Natural scale:", format_number(self.scale)),
+            ("Gap scale:", format_number(self.scale)),
             ("Objective:", format_number(self.objective)),
             ("Bound:", format_number(self.bound)),
         ]

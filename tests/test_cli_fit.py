@@ -177,7 +177,7 @@ def test_summary_reads_like_a_statistics_report():
     )
     text = res.summary(["age", "dose"])
     for needle in ("Status:", "optimal", "Certified:", "yes", "Wall time:", "2.93 s",
-                   "250 ms", "2.68 s", "highs 1.7.0", "12.3457", "Natural scale:"):
+                   "250 ms", "2.68 s", "highs 1.7.0", "12.3457", "Gap scale:"):
         assert needle in text, needle
     gap_line = next(ln for ln in text.splitlines() if ln.startswith("Relative gap:"))
     assert gap_line.split()[2] == "0"
