@@ -186,8 +186,12 @@ class Ridge(Problem):
 
     def lower_bound(self, x: np.ndarray) -> float:
         """f(x) - ||grad f(x)||^2 / (2 alpha) <= f* (strong convexity with modulus alpha)."""
-        g = self.gradient(x)
-        return self.objective(x) - (stable_norm(g) / np.sqrt(2.0 * self.alpha)) ** 2
+        return self.bound_from(self.objective(x), stable_norm(self.gradient(x)))
+
+    def bound_from(self, objective: float, grad_norm: float) -> float:
+        """``f(x) - ||grad f(x)||^2 / (2 alpha)`` from f(x) and ||grad f(x)||, squared after
+        the division (||grad f||^2 alone overflows on data scaled by 1e100)."""
+        return objective - (grad_norm / np.sqrt(2.0 * self.alpha)) ** 2
 
     def intercept(self, x: np.ndarray) -> float:
         return float(self.b_mean - self.a_mean @ x)

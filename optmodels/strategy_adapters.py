@@ -445,7 +445,7 @@ def _ridge_runner(method: str) -> Callable[..., SolveResult]:
             res.extra["relative_gradient"] = problem.relative_gradient(res.x)
         else:  # f(x) and ||grad f(x)|| from the strategy's own last pass over the data (the
             # same working data Aw, bw); verify="independent" recomputes them
-            res.bound = res.objective - (g / np.sqrt(2.0 * problem.alpha)) ** 2
+            res.bound = problem.bound_from(res.objective, g)
             res.extra["relative_gradient"] = res.extra["grad_norm"]
         res.extra["intercept"] = problem.intercept(res.x)
         # extra["rel_error"] (set by solve_ridge when x_star is known) is that of the

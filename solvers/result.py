@@ -51,8 +51,10 @@ def stable_norm(v: np.ndarray) -> float:
     if not v.size:
         return 0.0
     top = float(np.max(np.abs(v)))
-    if top == 0.0 or not np.isfinite(top) or 1e-140 < top < 1e140:
-        return top if top == 0.0 or not np.isfinite(top) else float(np.linalg.norm(v))
+    if top == 0.0 or not np.isfinite(top):
+        return top  # 0, inf or nan, as the norm would be
+    if 1e-140 < top < 1e140:
+        return float(np.linalg.norm(v))
     return top * float(np.linalg.norm(v / top))
 
 

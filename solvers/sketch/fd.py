@@ -225,13 +225,9 @@ class FrequentDirections:
         rescaled, exactly, when a later block would exceed 2^60; float64 buffers keep 1."""
         if self.dtype != "float32" or not X.size:
             return X
-        top = max(abs(float(np.max(X))), abs(float(np.min(X))))
-        if not (np.isfinite(top) and top > 0):
-            return X if self._scale == 1.0 else X * self._scale
-        if not 2.0**-60 <= top * self._scale <= 2.0**60:
-            if self._nfill == 0 or top * self._scale > 2.0**60:
-                factor = 2.0 ** -np.ceil(np.log2(top * self._scale))
-                self._rescale(float(factor))
+        mag = max(abs(float(np.max(X))), abs(float(np.min(X)))) * self._scale
+        if np.isfinite(mag) and (mag > 2.0**60 or (self._nfill == 0 and 0 < mag < 2.0**-60)):
+            self._rescale(float(2.0 ** -np.ceil(np.log2(mag))))
         return X if self._scale == 1.0 else X * self._scale
 
     def _rescale(self, factor: float) -> None:
