@@ -10,9 +10,9 @@ min_k ||A - A_k||_F^2 / (m - k) against gamma, printed for each data set.
 
 1. The paper's iterative experiment: m = 256, gamma in {10, 100, 1000}, 10 iterations, every
    iterative method; relative error ||x_t - x*|| / ||x*|| per iteration (x* by Cholesky).
-2. Costs: one iteration vs one pass A'(A x); the FD sketch pass vs forming A'A (Gram and SVD
-   shrink routes); a full solve to 1e-10 vs scikit-learn Ridge (lsqr, sparse_cg, sag with
-   tol = 1e-12) and vs Cholesky, with ratios.
+2. Costs: one iteration vs one pass A'(A x); the FD sketch pass vs forming A'A
+   (automatic, Gram and SVD shrink routes); a full solve to 1e-10 vs scikit-learn Ridge (lsqr,
+   sparse_cg, sag with tol = 1e-12) and vs Cholesky, with ratios.
 3. ``--scale``: n = 40,000, d = 20,000 (A is 6.4 GB in float64, built in blocks): FD-PCG vs
    Cholesky (A'A alone is 3.2 GB).
 
@@ -21,7 +21,11 @@ min_k ||A - A_k||_F^2 / (m - k) against gamma, printed for each data set.
    sample) and ``solve()`` vs numpy Cholesky and scikit-learn Ridge (cholesky, lsqr,
    sparse_cg), whole calls, at d = 1024 (n = 1e5) and d = 4096 (n = 5e4; A is 1.6 GB).
 
-Usage: python benchmarks/ridge_fd.py [--quick] [--scale] [--no-sag] [--peers]
+5. ``--pass``: the FD sketch pass (m = 256) against forming A'A in the same run, each route
+   (covariance: the automatic one at d <= 4 m; Gram) in float64 and float32, at d = 1024
+   (n = 1e5) and d = 4096 (n = 5e4); the issue-11 goal is a pass within 3x of A'A at d = 1024.
+
+Usage: python benchmarks/ridge_fd.py [--quick] [--scale] [--no-sag] [--peers] [--pass]
 Writes benchmarks/out/ridge_fd.md.
 """
 
@@ -131,15 +135,16 @@ def cost_table(A, b, gamma, m, xs, sk_time, log, *, svd_route: bool) -> list[str
         ti = per_iteration_time(res)
         rows.append((f"one iteration of {method}", ti, ti / t_pass, "goal <= 1.5"))
     rows.append(("forming A'A", t_gram, 1.0, ""))
-    rows.append((f"FD sketch pass m={m} (Gram shrink)", sk_time, sk_time / t_gram, "goal <= 3"))
+    rows.append((f"FD sketch pass m={m} ({sk.route_} route)", sk_time, sk_time / t_gram,
+                 "goal <= 3"))
     if svd_route:
         t = time.perf_counter()
-        FrequentDirections(m, shrink="svd").fit(A)
+        _ = FrequentDirections(m, shrink="svd").fit(A).sketch_
         t_svd = time.perf_counter() - t
         rows.append((f"FD sketch pass m={m} (SVD shrink)", t_svd, t_svd / t_gram, ""))
     for m2, ell in ((128, 256), (256, 384)):
         t = time.perf_counter()
-        FrequentDirections(m2, buffer_rows=ell).fit(A)
+        _ = FrequentDirections(m2, shrink="gram", buffer_rows=ell).fit(A).sketch_
         t2 = time.perf_counter() - t
         rows.append((f"FD sketch pass m={m2}, buffer {ell} (Gram)", t2, t2 / t_gram, ""))
     log("  costs: " + ", ".join(f"{r[0]} {r[1]:.3f}s" for r in rows))
@@ -189,6 +194,7 @@ def run_size(n, d, m, gammas, iters, log, *, sag: bool, svd_route: bool,
     xstars = {g: cholesky_solve(A, b, g) for g in gammas}
     t = time.perf_counter()
     sk = FrequentDirections(m).fit(A)
+    _ = sk.sketch_  # the last shrink is made on first access: part of the pass
     sk_time = time.perf_counter() - t
     log(f"  FD sketch {sk_time:.2f}s, rho(RFD) {0.5 * sk.delta_sum_:.3g}")
     ks = np.arange(m)
@@ -198,7 +204,7 @@ def run_size(n, d, m, gammas, iters, log, *, sag: bool, svd_route: bool,
     out = [f"## n = {n}, d = {d}, m = {m}, RFF kernel gamma = {rff_gamma:g}", "",
            f"Sketch-error scale min_k ||A - A_k||_F^2/(m-k) = {ad:.4g}: Theorem 5 (FD) needs "
            f"gamma > {2 * ad:.4g}, Theorem 6 (RFD) gamma > {ad:.4g}.", "",
-           f"FD sketch (one pass, Gram shrink): {sk_time:.2f} s; RFD rho = "
+           f"FD sketch (one pass, {sk.route_} route): {sk_time:.2f} s; RFD rho = "
            f"{0.5 * sk.delta_sum_:.4g}; ||A||_F^2 = {sk.frob2_:.4g}.", "",
            "### Relative error ||x_t - x*|| / ||x*|| per iteration", ""]
     lines, finals = iterative_table(A, b, gammas, m, iters, xstars, sk, log)
@@ -344,6 +350,32 @@ def peer_rows(name: str, A: np.ndarray, b: np.ndarray, gamma: float, m: int) -> 
     return rows
 
 
+def pass_section(sizes: list[tuple[int, int]], m: int, log) -> list[str]:
+    """The FD sketch pass per route and precision against forming A'A, in one run (best of 2;
+    the Gram route at d = 4096 once)."""
+    out = [f"## The FD sketch pass (m = {m}) against forming A'A", "",
+           "| instance | operation | seconds | ratio to A'A | shrinks |", "|---|---|---|---|---|"]
+    for n, d in sizes:
+        A, _ = rff_data(n, d)
+        t_gram = best_time(lambda A=A: A.T @ A, 2)
+        out.append(f"| n={n:,} d={d} | forming A'A (numpy, BLAS threads) | {t_gram:.3f} | 1.00 | |")
+        for shrink in ("covariance", "gram"):
+            for dtype in ("float64", "float32"):
+                def run(shrink=shrink, dtype=dtype, A=A):
+                    sk = FrequentDirections(m, shrink=shrink, dtype=dtype).fit(A)
+                    _ = sk.sketch_  # the last shrink is made on first access: part of the pass
+                    return sk
+                sk = run()
+                t = best_time(run, 1 if (shrink == "gram" and d > 2048) else 2)
+                auto = " (automatic)" if FrequentDirections(m).partial_fit(A[:1]).route_ == \
+                    shrink else ""
+                out.append(f"| n={n:,} d={d} | FD pass, {shrink}{auto}, {dtype} | {t:.3f} | "
+                           f"{t / t_gram:.2f} | {sk.n_shrinks_} |")
+                log(out[-1])
+        del A
+    return out + [""]
+
+
 def peers_section(sizes: list[tuple[int, int]], gammas: list[float], m: int, log) -> list[str]:
     out = [f"## Side by side: PCG-RFD (m = {m}) to 1e-10 vs Cholesky, lsqr, sparse_cg", "",
            "(RFF features of N(0, I_8) data, RBF width 1.0; objective 1/2||Ax-b||^2 + "
@@ -370,6 +402,9 @@ def main() -> None:
     ap.add_argument("--peers", action="store_true",
                     help="only the side-by-side table (d = 1024, n = 1e5; d = 4096, n = 5e4) "
                          "vs numpy Cholesky and sklearn Ridge, to out/ridge_fd_peers.md")
+    ap.add_argument("--pass", dest="pass_only", action="store_true",
+                    help="only the FD sketch pass vs forming A'A (d = 1024, n = 1e5; d = 4096, "
+                         "n = 5e4), to out/ridge_fd_pass.md")
     ap.add_argument("--sizes", type=str, default="", help="comma list of n (default 1e4,1e5)")
     ap.add_argument("--rff-gammas", type=str, default="1.0,0.05",
                     help="RBF widths of the features (1.0 = RBFSampler default; 0.05 = smoother)")
@@ -393,6 +428,13 @@ def main() -> None:
     if args.scale_only:
         path = os.path.join(os.path.dirname(__file__), "out", "ridge_fd_scale.md")
         out += run_scale(log)
+        save()
+        print("\n".join(out))
+        return
+    if args.pass_only:
+        path = os.path.join(os.path.dirname(__file__), "out", "ridge_fd_pass.md")
+        sizes = [(2000, 256)] if args.quick else [(100_000, 1024), (50_000, 4096)]
+        out += pass_section(sizes, 64 if args.quick else 256, log)
         save()
         print("\n".join(out))
         return

@@ -192,6 +192,104 @@ def test_structured_gram_over_many_shrinks_keeps_bound_and_svd_sketch(kind):
     assert g.delta_sum_ == pytest.approx(s.delta_sum_, rel=1e-9)
 
 
+@pytest.mark.parametrize("kind", sorted(MATRICES))
+@pytest.mark.parametrize("robust", [False, True])
+def test_covariance_route_equals_gram_route(kind, robust):
+    """Holding the buffer as C = B'B (d x d) gives the Gram route's sketch for the same buffer
+    size: the same shrinks, the same B'B, the same total shrinkage, over uneven blocks."""
+    A = np.vstack([MATRICES[kind](seed=s) for s in range(3)])  # 1800 x 80
+    m, ell = 12, 40
+    c = FrequentDirections(m, robust=robust, shrink="covariance", buffer_rows=ell)
+    g = FrequentDirections(m, robust=robust, shrink="gram", buffer_rows=ell)
+    for start in range(0, A.shape[0], 61):
+        c.partial_fit(A[start:start + 61])
+        g.partial_fit(A[start:start + 61])
+    Bc, Bg = c.sketch_, g.sketch_
+    assert c.route_ == "covariance" and g.route_ == "gram"
+    assert c.n_shrinks_ == g.n_shrinks_ >= 60
+    scale = np.linalg.norm(A, 2) ** 2
+    np.testing.assert_allclose(Bc.T @ Bc, Bg.T @ Bg, atol=1e-9 * scale)
+    assert c.delta_sum_ == pytest.approx(g.delta_sum_, rel=1e-9)
+    assert c.rho_ == pytest.approx(g.rho_, rel=1e-9, abs=1e-12 * scale)
+    _check_fd_bound(A, Bc, m, ks=[0, 1, m // 2, m - 1], rho=c.rho_ if robust else None)
+
+
+@pytest.mark.parametrize("kind", sorted(MATRICES))
+def test_covariance_route_default_buffer_keeps_bound(kind):
+    """The automatic route for d <= 4 m is the covariance one, with a buffer of m + 64 d rows;
+    with more rows than that it shrinks and the bound still holds."""
+    A = np.vstack([MATRICES[kind](seed=s) for s in range(10)])  # 6000 x 80
+    m = 20
+    sk = RobustFD(m).fit(A, block_size=700)
+    assert sk.route_ == "covariance"
+    assert sk.n_shrinks_ == 1  # at m + 64 d = 5140 rows
+    _check_fd_bound(A, sk.sketch_, m, ks=[0, 1, m // 2, m - 1], rho=sk.rho_)
+    tails = _tails(A)
+    assert sk.delta_sum_ <= min(tails[k] / (m - k) for k in range(m)) * (1 + 1e-9)
+    # the sketch improves on the Gram route's (fewer shrinks remove less)
+    g = RobustFD(m, shrink="gram").fit(A, block_size=700)
+    assert sk.delta_sum_ <= g.delta_sum_
+
+
+def test_covariance_route_with_few_rows_is_exact():
+    """Fewer than m rows: the sketch's B'B is A'A itself (no shrink), and sketch_ twice is the
+    same array."""
+    A = _random(n=15, d=40)
+    sk = FrequentDirections(20).fit(A, block_size=4)
+    assert sk.route_ == "covariance" and sk.n_shrinks_ == 0
+    B = sk.sketch_
+    np.testing.assert_allclose(B.T @ B, A.T @ A, atol=1e-12 * np.linalg.norm(A, 2) ** 2)
+    np.testing.assert_array_equal(sk.sketch_, B)
+    assert sk.delta_sum_ == 0.0
+
+
+def test_automatic_route():
+    A = _random(n=50, d=40)
+    assert FrequentDirections(10).partial_fit(A).route_ == "covariance"  # d = 4 m
+    assert FrequentDirections(9).partial_fit(A).route_ == "gram"  # d > 4 m
+    assert FrequentDirections(9, buffer_rows=41).partial_fit(A).route_ == "covariance"
+    assert FrequentDirections(10, shrink="gram").partial_fit(A).route_ == "gram"
+
+
+@pytest.mark.parametrize("robust", [False, True])
+def test_merge_across_routes_keeps_bound(robust):
+    A = _decaying(n=900)
+    m = 12
+    parts = np.array_split(A, 3)
+    merged = FrequentDirections(m, robust=robust, shrink="covariance", buffer_rows=100)
+    merged.fit(parts[0], block_size=64)
+    merged.merge(FrequentDirections(m, robust=robust, shrink="gram").fit(parts[1]))
+    other = FrequentDirections(m, robust=robust, shrink="covariance", buffer_rows=200)
+    merged.merge(other.fit(parts[2], block_size=64))
+    assert merged.n_rows_seen_ == 900
+    _check_fd_bound(A, merged.sketch_, m, ks=[0, 3, 6, 11],
+                    rho=merged.rho_ if robust else None)
+
+
+@pytest.mark.parametrize("shrink", ["gram", "covariance"])
+@pytest.mark.parametrize("factor", [1e18, 1e-30])
+def test_float32_sketch_at_large_and_small_scales(shrink, factor):
+    """float32 buffers rescale rows by powers of two: entries of 1e18 in 1024 columns used to
+    overflow the float32 Gram (a NaN shrinkage and a wrong sketch); now the sketch of A * s is
+    s times the sketch of A to float32 rounding."""
+    A = np.random.default_rng(5).uniform(-1.0, 1.0, (700, 1024))
+    ref = RobustFD(64, shrink=shrink, dtype="float32").fit(A, block_size=128)
+    sk = RobustFD(64, shrink=shrink, dtype="float32").fit(A * factor, block_size=128)
+    B, R = sk.sketch_ / factor, ref.sketch_
+    assert np.all(np.isfinite(B)) and np.isfinite(sk.delta_sum_)
+    scale = np.linalg.norm(A, 2) ** 2
+    np.testing.assert_allclose(B.T @ B, R.T @ R, atol=1e-5 * scale)
+    assert sk.rho_ / factor**2 == pytest.approx(ref.rho_, rel=1e-4)
+
+
+def test_covariance_route_memory_is_order_d_squared():
+    A = _random(n=400, d=30)
+    sk = FrequentDirections(10).fit(A, block_size=7)
+    arrays = [v for v in vars(sk).values() if isinstance(v, np.ndarray)]
+    assert sk.route_ == "covariance"
+    assert max(a.size for a in arrays) == 30 * 30  # C, nothing ell x d (ell = 10 + 64 * 30)
+
+
 def test_memory_is_order_m_d():
     A = _random(n=400, d=60)
     sk = FrequentDirections(10).fit(A, block_size=7)

@@ -402,7 +402,9 @@ def test_hint_condition_suffices_beyond_the_theorems(small, robust):
     Hh = B.T @ B + (gamma + rho) * np.eye(d)
     contraction = np.max(np.abs(1 - np.linalg.eigvals(np.linalg.solve(Hh, H)).real))
     assert contraction < 1.0
-    res = solve_ridge(A, b, gamma, method="rfd" if robust else "fd", m=m, max_iter=300)
+    # the error shrinks by `contraction` per step in the H-norm: enough steps for 1e-13
+    steps = int(np.ceil(np.log(1e-13) / np.log(contraction))) + 20
+    res = solve_ridge(A, b, gamma, method="rfd" if robust else "fd", m=m, max_iter=steps)
     assert res.termination is TerminationCondition.OPTIMAL
     assert _rel(res.x, _closed_form(A, b, gamma)) <= 1e-8
 

@@ -79,7 +79,7 @@ import scipy.linalg
 from solvers.errors import DataError
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition, stable_norm
 from solvers.rows import NumpyRows, as_rows, ridge_rows
-from solvers.sketch.fd import FrequentDirections
+from solvers.sketch.fd import COVARIANCE_MAX_RATIO, FrequentDirections
 from solvers.sketch.methods import DEFAULT_SKETCH_SIZE, PCG_MAX_ITER, RIDGE_METHODS, sketch_size
 from solvers.sketch.precondition import JacobiSketchPreconditioner, SketchPreconditioner
 from solvers.validation import (
@@ -325,10 +325,11 @@ def fdrr(
 # ---------------------------------------------------------------------------- entry point
 PCG_SAMPLE_FACTOR = 8
 """pcg-fd / pcg-rfd sketch, by default, a length-squared sample of ``min(n, 8 m)`` rows
-(:func:`length_squared_sample`): about 7 shrinks whatever n, instead of n / m. Measured on the
-RFF benchmark (n = 1e5, d = 1024, m = 256): the sample's preconditioner took the same PCG
-iterations as the full sketch (29 vs 30 at gamma = 10, 17 vs 17 at 100, 9 vs 8 at 1000) for
-0.6 s instead of 20 s of sketch."""
+(:func:`length_squared_sample`): a sketch cost independent of n. Measured on the RFF benchmark
+(n = 1e5, d = 1024, m = 256, whole ``Ridge.solve`` calls to 1e-10, covariance route): the
+sample's preconditioner took 25 / 17 / 9 iterations at gamma = 10 / 100 / 1000 against 19 / 11 /
+6 for a sketch of every row, and 1.05-1.11 / 0.82-0.84 / 0.59-0.64 s against 1.68 / 1.47 /
+1.32 s in all (with the Gram route, before the covariance route, the full sketch took 7 s)."""
 
 PCG_SKETCH_BUDGET = (4.0, 0.1)
 """The automatic pcg sketch size keeps the sampled sketch's modelled cost within the larger of
@@ -337,11 +338,14 @@ matter, and small problems keep m = min(256, d))."""
 
 _PASS_COST = 5.4e-10
 _SHRINK_COST = (8e-11, 1.07e-9, 2e-4)
-"""The cost model of :func:`pcg_sketch_size`, measured with one BLAS thread on the 2-core
-development machine (float32 sketch): a pass costs ``_PASS_COST n d`` seconds (0.055 s at
-n = 1e5, d = 1024); a shrink ``b1 m^2 d + b2 m^3 + b0`` (products with the 2m x d buffer, the
-2m x 2m eigendecomposition, Python overhead: 23 ms at m = 256, d = 1024). Only the ratio of the
-two matters to the rule."""
+_COVARIANCE_COST = (6e-12, 1.2e-10)
+"""The cost model of :func:`pcg_sketch_size`, measured on the 2-core development machine
+(float32 sketch): a pass costs ``_PASS_COST n d`` seconds (0.055 s at n = 1e5, d = 1024). The
+Gram route (d > 4 m) costs ``b1 m^2 d + b2 m^3 + b0`` per shrink (products with the 2m x d
+buffer, the 2m x 2m eigendecomposition, Python overhead: 23 ms at m = 256, d = 1024, one BLAS
+thread); the covariance route (d <= 4 m) ``c1 s d^2 + c2 d^3`` for s rows (float32 syrk on two
+threads, one float64 d x d eigendecomposition on one: 0.14 s at s = 2048, d = 1024). Only the
+ratio to a pass matters to the rule."""
 
 
 def pcg_sketch_rows(n: int, m: int) -> int:
@@ -352,9 +356,12 @@ def pcg_sketch_rows(n: int, m: int) -> int:
 def pcg_sketch_cost(n: int, d: int, m: int) -> float:
     """Modelled seconds of the default pcg sketch (row norms, sample, FD shrinks)."""
     s = pcg_sketch_rows(n, m)
+    sample = 0.5 * _PASS_COST * n * d if s < n else 0.0
+    if d <= COVARIANCE_MAX_RATIO * m:  # FrequentDirections' automatic route
+        c1, c2 = _COVARIANCE_COST
+        return c1 * s * d * d + c2 * d**3 + sample
     b1, b2, b0 = _SHRINK_COST
     shrinks = max(s - m, 0) / m
-    sample = 0.5 * _PASS_COST * n * d if s < n else 0.0
     return shrinks * (b1 * m * m * d + b2 * m**3 + b0) + sample
 
 
