@@ -19,17 +19,12 @@ Losses (``docs/problems/lad.md``): rho_tau(r) = 2 tau r for r > 0 and 2 (tau - 1
 
 from __future__ import annotations
 
-import os
-
-import numba
 import numpy as np
 
-from solvers.numba_cache import ensure_writable_cache
-
-ensure_writable_cache(os.path.dirname(__file__))  # before the first @njit(cache=True) below
+from solvers.numba_cache import njit_cached
 
 
-@numba.njit(cache=True, nogil=True)
+@njit_cached(nogil=True)
 def _residual(x, y, beta, b, i):  # pragma: no cover - compiled
     """r_i = (y_i - x_i'beta) - b, in lad_residual's order of operations."""
     d = 0.0
@@ -38,7 +33,7 @@ def _residual(x, y, beta, b, i):  # pragma: no cover - compiled
     return (y[i] - d) - b
 
 
-@numba.njit(cache=True, nogil=True)
+@njit_cached(nogil=True)
 def _neumaier(total, comp, term):  # pragma: no cover - compiled
     """One step of Neumaier's compensated sum: (total + term, the running correction)."""
     t = total + term
@@ -49,7 +44,7 @@ def _neumaier(total, comp, term):  # pragma: no cover - compiled
     return t, comp
 
 
-@numba.njit(cache=True, nogil=True)
+@njit_cached(nogil=True)
 def _evaluate_loop(x, y, s, lab, beta, b, K, tol, tau, means, r):  # pragma: no cover
     """E and the tallies per cluster k in one row of T: [pos, neg, count r <= 0, count r > 0,
     (sum |r| over r <= 0, over r > 0)]: one cache line per row touched, not one per tally."""
@@ -87,7 +82,7 @@ def evaluate(x: np.ndarray, y: np.ndarray, s: np.ndarray, lab: np.ndarray, beta:
     return np.concatenate([[E], T[:, 0], T[:, 1], T[:, 2:4].ravel(), T[:, 4:].ravel()]), r
 
 
-@numba.njit(cache=True, nogil=True)
+@njit_cached(nogil=True)
 def _band_loop(x, y, s, beta, b, a, z):  # pragma: no cover - compiled
     n, p = x.shape
     r = np.empty(n)
@@ -133,7 +128,7 @@ def pk_band(x: np.ndarray, y: np.ndarray, s: np.ndarray, beta: np.ndarray, b: fl
                       float(z))
 
 
-@numba.njit(cache=True, nogil=True)
+@njit_cached(nogil=True)
 def _flag(bad, row, v):  # pragma: no cover - compiled
     if v != v:
         bad[row, 0] = 1
@@ -141,7 +136,7 @@ def _flag(bad, row, v):  # pragma: no cover - compiled
         bad[row, 1] = 1
 
 
-@numba.njit(cache=True, nogil=True)
+@njit_cached(nogil=True)
 def _stats_loop(x, y, s):  # pragma: no cover - compiled
     n, p = x.shape
     lo, hi = np.full(p, np.inf), np.full(p, -np.inf)
@@ -185,7 +180,7 @@ def chunk_stats(x: np.ndarray, y: np.ndarray, s: np.ndarray) -> dict:
                 ssum=float(ssum), sy=float(sy), cmin=lo, cmax=hi)
 
 
-@numba.njit(cache=True, nogil=True)
+@njit_cached(nogil=True)
 def _bracket_loop(y, s, a, b, last, unit):  # pragma: no cover - compiled
     n = y.shape[0]
     sums = np.zeros(5)  # Wb, Lb, count below, Wa, La

@@ -77,6 +77,7 @@ import math
 import numba
 import numpy as np
 
+from solvers.numba_cache import njit_cached
 from solvers.smo.core import (
     FASTMATH,
     STATUS_CONVERGED,
@@ -112,7 +113,7 @@ shrink compacts the data and the cached columns)."""
 
 
 # ---------------------------------------------------------------- the n x q block
-@numba.njit(cache=True)
+@njit_cached()
 def _columns_of(XT, cols, ncols):
     """The rows x_t of the columns t in cols[:ncols], contiguous (ncols x p)."""
     p = XT.shape[0]
@@ -123,7 +124,7 @@ def _columns_of(XT, cols, ncols):
     return XW
 
 
-@numba.njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit_cached(fastmath=FASTMATH, parallel=True)
 def _fill_block(kind, XT, sqn, gamma, coef0, degree, y, cols, slots, nfill, Kc, buf):
     """Kc[slots[k]] = Q_:cols[k] for k < nfill, all n rows, in one pass over X.
 
@@ -148,7 +149,7 @@ def _fill_block(kind, XT, sqn, gamma, coef0, degree, y, cols, slots, nfill, Kc, 
                              XW[k], sqn[i], Kc[slots[k]][lo:hi], acc)
 
 
-@numba.njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit_cached(fastmath=FASTMATH, parallel=True)
 def _grad_block(grad, Kc, slots, d, nnz):
     """grad += sum_k d[k] Kc[slots[k]] for k < nnz, in row blocks on all cores."""
     n = grad.shape[0]
@@ -164,7 +165,7 @@ def _grad_block(grad, Kc, slots, d, nnz):
                 g[t] += col[t] * dk
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _cache_columns(W, nw, slot_of, col_in, tick, clock, need, need_slot):
     """Slots for the columns of W[:nw] (LRU over the cache); the missing ones are returned in
     need[:count] / need_slot[:count] for :func:`_fill_block`. Returns count."""
@@ -199,7 +200,7 @@ def _cache_columns(W, nw, slot_of, col_in, tick, clock, need, need_slot):
 
 
 # ---------------------------------------------------------------- working set
-@numba.njit(cache=True)
+@njit_cached()
 def _ranked(key, k):
     """Indices of the (at most) k largest keys above -inf, largest first (ties by index)."""
     n = key.shape[0]
@@ -225,7 +226,7 @@ def _ranked(key, k):
     return idx[order[:k]]
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _take_next(ranked, pos, W, nw, in_w):
     """Append to W the next entry of ``ranked`` from ``pos`` on that is not in W yet;
     returns (position after it, |W|)."""
@@ -238,7 +239,7 @@ def _take_next(ranked, pos, W, nw, in_w):
     return pos, nw
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _select(y, alpha, lo, up, grad, W, n_keep, q, in_w, kup, klow):
     """Refill W[n_keep:q] from the ranked violators (W[:n_keep] stay); returns
     (|W|, max_{I_up} m, min_{I_low} m)."""
@@ -273,7 +274,7 @@ def _select(y, alpha, lo, up, grad, W, n_keep, q, in_w, kup, klow):
 
 
 # ---------------------------------------------------------------- the subproblem
-@numba.njit(cache=True)
+@njit_cached()
 def _pair_step(i, j, gmax, Qw, y, a, b, g, lo, up, cent, qd, hdd, ent):
     """One two-variable step of the core on the local arrays (indices into W); False when the
     pair cannot move in floating point."""
@@ -296,7 +297,7 @@ def _pair_step(i, j, gmax, Qw, y, a, b, g, lo, up, cent, qd, hdd, ent):
     return True
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _inner_smo(Qw, y, a, b, g, lo, up, cent, qd, hdd, ent, stop, cap):
     """Pairwise second-order SMO on the subproblem until its violation <= ``stop`` or ``cap``
     steps. Returns (steps, stalled)."""
@@ -341,7 +342,7 @@ def _inner_smo(Qw, y, a, b, g, lo, up, cent, qd, hdd, ent, stop, cap):
 
 
 # ---------------------------------------------------------------- shrinking
-@numba.njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit_cached(fastmath=FASTMATH, parallel=True)
 def _rows_times(kind, XTr, sqnr, yr, XT, sqn, y, gamma, coef0, degree, cols, coef, ncols, out):
     """out[r] += sum_{k < ncols} coef[k] Q_{s_r, cols[k]} for the rows s_r held compacted in
     XTr / sqnr / yr (``cols`` index the full XT / sqn / y). The shrunk rows' share of the
@@ -369,7 +370,7 @@ def _rows_times(kind, XTr, sqnr, yr, XT, sqn, y, gamma, coef0, degree, cols, coe
                 o[t] += c * col[t]
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _rows_of(XT, rows):
     """XT restricted to the columns ``rows`` (p x len(rows)), contiguous."""
     p = XT.shape[0]
@@ -383,7 +384,7 @@ def _rows_of(XT, rows):
     return XTr
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _free_of(act, alpha, lo, up, slot_of, Kc, rows, out):
     """(global indices, alpha) of the free variables l < alpha < u among the active ones.
     Those whose column is cached (slot_of >= 0; none when slot_of is empty) are not returned:
@@ -409,7 +410,7 @@ def _free_of(act, alpha, lo, up, slot_of, Kc, rows, out):
     return idx[:cnt], val[:cnt]
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _shrink_mask(y, alpha, lo, up, grad, gmax, gmin, keep):
     """LIBSVM's rule: keep[k] = False for k in I_up only with m_k < gmin, in I_low only with
     m_k > gmax, or in neither. Returns the number kept."""
@@ -421,7 +422,7 @@ def _shrink_mask(y, alpha, lo, up, grad, gmax, gmin, keep):
     return cnt
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _extremes_c(y, alpha, lo, up, grad):
     """(max_{I_up} m, min_{I_low} m) over the given (compacted) variables."""
     gmax = -np.inf
@@ -435,7 +436,7 @@ def _extremes_c(y, alpha, lo, up, grad):
     return gmax, gmin
 
 
-@numba.njit(cache=True, parallel=True)
+@njit_cached(parallel=True)
 def _compact_cache(Kc, col_in, slot_of, newpos, kpos, tick):
     """Keep the cached columns of the variables that stay active, on the rows that stay active,
     kpos (ascending old positions): col[k] = col[kpos[k]] in place, a forward copy since
@@ -461,20 +462,20 @@ def _compact_cache(Kc, col_in, slot_of, newpos, kpos, tick):
             tick[s] = 0
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _bound_part(alpha, lo, up):
     """alpha on a bound, else 0 (its share of G_bar = sum_{t at a bound} alpha_t Q_:t)."""
     return alpha if (alpha == lo or alpha == up) else 0.0
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _gather(XT, sqn, y, lo, up, cent, qd, alpha, beta, grad, rows):
     """The per-variable arrays restricted to ``rows``, compacted (new contiguous arrays)."""
     return (_rows_of(XT, rows), sqn[rows], y[rows], lo[rows], up[rows], cent[rows], qd[rows],
             alpha[rows], beta[rows], grad[rows])
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _scatter(act, aa, ba, ga, alpha, beta, grad):
     """Write the active variables' alpha, beta, grad back to the full arrays."""
     for k in range(act.shape[0]):
@@ -484,7 +485,7 @@ def _scatter(act, aa, ba, ga, alpha, beta, grad):
         grad[t] = ga[k]
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _shrunk_gradient(kind, XT, sqn, y, gamma, coef0, degree, lin, ent, alpha, beta, grad,
                      act, aa, la, ua, inact, XTi, sqi, yI, bI):
     """grad_t = G_bar_t + p_t [+ h'_t] + sum_{free s} alpha_s Q_ts for the shrunk rows t (the
@@ -505,7 +506,7 @@ def _shrunk_gradient(kind, XT, sqn, y, gamma, coef0, degree, lin, ent, alpha, be
     return fidx.shape[0] * m
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _unshrink(kind, XT, sqn, y, gamma, coef0, degree, lin, ent, alpha, beta, grad, act, aa, ba,
               ga, la, ua, inact, XTi, sqi, yI, bI, W, nw, slot_of, col_in, tick, gbar, gbar_at,
               stamp):
@@ -527,7 +528,7 @@ def _unshrink(kind, XT, sqn, y, gamma, coef0, degree, lin, ent, alpha, beta, gra
     return evals
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _shrink(kind, XT, sqn, y, gamma, coef0, degree, lin, ent, alpha, beta, grad, act, aa, ba,
             ga, la, ua, keepm, inact, bI, W, nw, Kc, slot_of, col_in, tick, gbar, gbar_at, stamp):
     """Drop the active variables with keepm False. Their G_bar is
@@ -594,7 +595,7 @@ def _shrink(kind, XT, sqn, y, gamma, coef0, degree, lin, ent, alpha, beta, grad,
 
 
 # ---------------------------------------------------------------- the outer loop
-@numba.njit(cache=True)
+@njit_cached()
 def _batched_loop(kind, XT, sqn, gamma, coef0, degree, y, lo, up, lin, ent, cent,
                   alpha, beta, grad, qd, tol, max_iter, q, n_keep, inner_factor, inner_steps,
                   shrink_every, min_drop, Kc, trace, verbose):

@@ -53,15 +53,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
-import os
 
 import numba
 import numpy as np
 
-from solvers.numba_cache import ensure_writable_cache
+from solvers.numba_cache import njit_cached
 from solvers.smo.qmatrix import KIND_MATRIX, KernelQMatrix, QMatrix, cache_slots
-
-ensure_writable_cache(os.path.dirname(__file__))  # before the first @njit(cache=True) below
 
 TAU = 1e-12
 """LIBSVM's tau': the curvature used when a_it <= 0."""
@@ -82,19 +79,19 @@ STATUS_CONVERGED, STATUS_ITERATION_LIMIT, STATUS_STALLED = 0, 1, 2
 
 
 # ---------------------------------------------------------------- problem-specific terms
-@numba.njit(cache=True, inline="always")
+@njit_cached(inline="always")
 def _hp(a, b):
     """h'(a) = log(a / (C - a)) with b = C - a kept separately (no cancellation near C)."""
     return math.log(a) - math.log(b)
 
 
-@numba.njit(cache=True, inline="always")
+@njit_cached(inline="always")
 def _hpp(a, b):
     """h''(a) = 1/a + 1/(C - a), b = C - a."""
     return 1.0 / a + 1.0 / b
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _step_quadratic(bgap, aq, smax):
     """SVM: minimiser of phi(s) = -bgap s + aq s^2 / 2 on [0, smax]."""
     a = aq if aq > 0.0 else TAU
@@ -102,7 +99,7 @@ def _step_quadratic(bgap, aq, smax):
     return s if s < smax else smax
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _step_entropy(ai, aj, bi, bj, yi, yj, bgap, aq, smax):
     """KLR: root of phi'(s) on [0, smax] by Newton's method inside a bisection bracket.
 
@@ -143,7 +140,7 @@ def _step_entropy(ai, aj, bi, bj, yi, yj, bgap, aq, smax):
     return s
 
 
-@numba.njit(cache=True, inline="always")
+@njit_cached(inline="always")
 def _pair_values(i, j, bgap, aq, y, alpha, beta, lo, up, cent, ent):
     """The step along d = (+y_i at i, -y_j at j): the new (alpha_i, alpha_j, beta_i, beta_j).
 
@@ -180,7 +177,7 @@ def _pair_values(i, j, bgap, aq, y, alpha, beta, lo, up, cent, ent):
     return ai_new, aj_new, bi_new, bj_new
 
 
-@numba.njit(cache=True, inline="always")
+@njit_cached(inline="always")
 def _entropy_update(i, j, ai_old, aj_old, bi_old, bj_old, bi_new, bj_new, alpha, beta, grad,
                     hdd):
     """KLR after a step (alpha already updated): beta = C - alpha, the change of h' in the
@@ -204,7 +201,7 @@ FASTMATH = {"nnan", "ninf", "nsz", "arcp", "contract", "afn"}
 would fold _exp_parts' two-part e ln 2 into one product (measured: 160 ulp near -708)."""
 
 
-@numba.njit(cache=True, fastmath=FASTMATH, inline="always")
+@njit_cached(fastmath=FASTMATH, inline="always")
 def _exp_parts(v):
     """exp(v) for v <= 0 as (q, bits of 2^e) with exp(v) = q * 2^e, in plain arithmetic.
 
@@ -238,7 +235,7 @@ def _exp_parts(v):
     return q, (np.int64(e) + 1023) << 52
 
 
-@numba.njit(cache=True, fastmath=FASTMATH)
+@njit_cached(fastmath=FASTMATH)
 def _fill(kind, XT, sqn, gamma, coef0, degree, y, i, idx, cnt, contiguous, out, buf):
     """out[s] = Q_si = y_s y_i k(x_s, x_i) for s in idx[:cnt] (s = 0..cnt-1 if ``contiguous``).
 
@@ -253,7 +250,7 @@ def _fill(kind, XT, sqn, gamma, coef0, degree, y, i, idx, cnt, contiguous, out, 
     _fill_range(kind, XT, sqn, gamma, coef0, degree, y, i, idx, 0, cnt, contiguous, out, buf)
 
 
-@numba.njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit_cached(fastmath=FASTMATH, parallel=True)
 def _fill_parallel(kind, XT, sqn, gamma, coef0, degree, y, i, idx, cnt, contiguous, out, buf):
     """:func:`_fill` in blocks of ``FILL_BLOCK`` entries, one block per task."""
     nb = (cnt + FILL_BLOCK - 1) // FILL_BLOCK
@@ -262,7 +259,7 @@ def _fill_parallel(kind, XT, sqn, gamma, coef0, degree, y, i, idx, cnt, contiguo
                     min(cnt, (b + 1) * FILL_BLOCK), contiguous, out, buf)
 
 
-@numba.njit(cache=True, fastmath=FASTMATH, inline="always")
+@njit_cached(fastmath=FASTMATH, inline="always")
 def _fill_range(kind, XT, sqn, gamma, coef0, degree, y, i, idx, lo, hi, contiguous, out, buf):
     """The entries lo..hi-1 of :func:`_fill` (``buf`` holds their dot products).
 
@@ -278,7 +275,7 @@ def _fill_range(kind, XT, sqn, gamma, coef0, degree, y, i, idx, lo, hi, contiguo
                      idx[lo:hi], out, buf[lo:hi])
 
 
-@numba.njit(cache=True, fastmath=FASTMATH, inline="always")
+@njit_cached(fastmath=FASTMATH, inline="always")
 def _fill_contiguous(kind, XT, lo, hi, sqn, gamma, coef0, degree, y, yi, xi, si, out, buf):
     """out[k] = y_k y_i k(x_k, x_i) for the rows lo + k of the data (columns of XT); sqn, y, out
     and buf are the slices lo..hi-1 (a row slice of XT keeps numba's C layout, XT[:, lo:hi]
@@ -305,7 +302,7 @@ def _fill_contiguous(kind, XT, lo, hi, sqn, gamma, coef0, degree, y, yi, xi, si,
         out[k] = y[k] * yi * (d if kind == 0 else (gamma * d + coef0) ** degree)
 
 
-@numba.njit(cache=True, fastmath=FASTMATH, inline="always")
+@njit_cached(fastmath=FASTMATH, inline="always")
 def _fill_gather(kind, XT, sqn, gamma, coef0, degree, y, yi, xi, si, ix, out, buf):
     """out[s] = y_s y_i k(x_s, x_i) for s in ix (buf[k] holds the dot product of row ix[k])."""
     m = ix.shape[0]
@@ -332,7 +329,7 @@ def _fill_gather(kind, XT, sqn, gamma, coef0, degree, y, yi, xi, si, ix, out, bu
         out[s] = y[s] * yi * (d if kind == 0 else (gamma * d + coef0) ** degree)
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _get_col(i, need_full, kind, X, sqn, gamma, coef0, degree, Qm, y,
              slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl, buf):
     """Column Q_:i, valid on the active rows (on all rows if ``need_full``); LRU slot cache.
@@ -388,7 +385,7 @@ def _get_col(i, need_full, kind, X, sqn, gamma, coef0, degree, Qm, y,
     return slots[s]
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _q_matrix(kind, XT, sqn, gamma, coef0, degree, y):
     """The full n x n Q, column by column with the same compiled kernel as the cache."""
     n = y.shape[0]
@@ -410,7 +407,7 @@ def q_matrix(qmat: QMatrix) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- index sets
-@numba.njit(cache=True)
+@njit_cached()
 def _in_up(yt, at, lt, ut):
     """t in I_up: alpha_t can move along +y_t (scalar arguments: numba inlines this fast)."""
     if yt > 0.0:
@@ -418,7 +415,7 @@ def _in_up(yt, at, lt, ut):
     return at > lt
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _in_low(yt, at, lt, ut):
     """t in I_low: alpha_t can move along -y_t."""
     if yt > 0.0:
@@ -426,7 +423,7 @@ def _in_low(yt, at, lt, ut):
     return at < ut
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _is_free(at, lt, ut):
     """l_t < alpha_t < u_t."""
     if at <= lt:
@@ -434,7 +431,7 @@ def _is_free(at, lt, ut):
     return at < ut
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _shrinkable(yt, at, lt, ut, m, gmax, gmin):
     """LIBSVM's shrinking rule for t with m = m_t: in I_up only with m < gmin = min_{I_low} m,
     in I_low only with m > gmax = max_{I_up} m, or in neither."""
@@ -449,7 +446,7 @@ def _shrinkable(yt, at, lt, ut, m, gmax, gmin):
     return True
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _extremes(y, alpha, lo, up, grad, act, n_act):
     """(max_{I_up} m, min_{I_low} m) over the active set."""
     gmax = -np.inf
@@ -464,7 +461,7 @@ def _extremes(y, alpha, lo, up, grad, act, n_act):
     return gmax, gmin
 
 
-@numba.njit(cache=True, inline="always")
+@njit_cached(inline="always")
 def _grad_update(grad, col_i, col_j, dai, daj, act, n_act):
     """grad_t += dai Q_ti + daj Q_tj on the active rows; with every row active (act is then the
     identity) in one contiguous loop that vectorizes."""
@@ -478,7 +475,7 @@ def _grad_update(grad, col_i, col_j, dai, daj, act, n_act):
 
 
 # ---------------------------------------------------------------- the solver loop
-@numba.njit(cache=True)
+@njit_cached()
 def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, slot_of, col_in, sgen, tick, clock,
               inl, miss, warm, y, lo, up, lin, ent, cent, alpha, beta, grad, gbar, qd,
               tol, max_iter, shrinking, verbose, trace_it, trace_v):
@@ -649,7 +646,7 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, slot_of, col_in, sgen, tic
     return it, status, n_rebuild, clock[1] - evals0
 
 
-@numba.njit(cache=True)
+@njit_cached()
 def _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin, ent, cent,
                  alpha, beta, grad, gbar, slots, slot_of, col_in, sgen, tick, clock,
                  act, n_act, is_act, miss, inl, buf):

@@ -29,6 +29,7 @@ import numba
 import numpy as np
 
 from solvers.kernels import Kernel
+from solvers.numba_cache import njit_cached
 from solvers.smo.core import FASTMATH, FILL_BLOCK, _exp_parts, _fill_contiguous
 from solvers.smo.qmatrix import KIND_POLY, KIND_RBF
 
@@ -39,7 +40,7 @@ GRAM_BLOCK_ELEMS = 2**22
 """Entries of one block A_blk B' of dot products (32 MB)."""
 
 
-@numba.njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit_cached(fastmath=FASTMATH, parallel=True)
 def _kernel_sums(kind, AT, sqa, B, sqb, w, gamma, coef0, degree, out):
     """out[s] += sum_t w[t] k(a_s, b_t); AT is A transposed (p x m, C order), B is n_b x p."""
     m = AT.shape[1]
@@ -61,7 +62,7 @@ def _kernel_sums(kind, AT, sqa, B, sqb, w, gamma, coef0, degree, out):
             out[lo + k] += acc[k]
 
 
-@numba.njit(cache=True, fastmath=True, inline="always")
+@njit_cached(fastmath=True, inline="always")
 def _sum(v):
     """sum(v), vectorized (reassociated: the order of a BLAS sum, not left to right)."""
     acc = 0.0
@@ -70,7 +71,7 @@ def _sum(v):
     return acc
 
 
-@numba.njit(cache=True, fastmath=FASTMATH, parallel=True)
+@njit_cached(fastmath=FASTMATH, parallel=True)
 def _sums_from_gram(kind, G, sqa, sqb, w, gamma, coef0, degree, out):
     """out[s] += sum_t w[t] k(a_s, b_t) from the dot products G[s, t] = a_s'b_t."""
     nt = G.shape[1]
