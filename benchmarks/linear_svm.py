@@ -1,10 +1,13 @@
-"""Linear SVM: the toolkit's AID (and full QP) against ReHLine and LIBLINEAR, in one run.
+"""Linear SVM: the toolkit's interior point, AID (and full QP) against ReHLine and LIBLINEAR,
+in one run.
 
 Problem: min_{w,b} 1/2 ||w||^2 + C sum_i max(0, 1 - y_i (x_i'w + b)), b unpenalized, C = 1.
-Ours: ``SVM(X, y, C=1, kernel="linear").solve("aid")`` (certified) and ``.solve()`` (the full
-QP), whole calls. Peers: ``rehline.plq_Ridge_Classifier(loss={"name": "svm"})`` (ReHLine) at
-its default tol 1e-4 and at 1e-6, and scikit-learn's ``LinearSVC`` with the hinge loss
-(dual=True). Both peers penalize the intercept (a constant column, intercept_scaling = 1): a
+Ours: ``SVM(X, y, C=1, kernel="linear").solve("ipm")`` (what SVMClassifier's default
+strategy 'auto' runs for a linear kernel), ``.solve("aid")`` and ``.solve()`` (the full
+QP), whole calls, each certified. Peers:
+``rehline.plq_Ridge_Classifier(loss={"name": "svm"})`` (ReHLine) at its default tol 1e-4
+and at 1e-6, and scikit-learn's ``LinearSVC`` with the hinge loss (dual=True). Both peers
+penalize the intercept (a constant column, intercept_scaling = 1): a
 slightly different problem, so their objective is ours evaluated at their (w, b) and the rel.
 diff column shows what that costs. ``LinearSVC(dual=False)`` solves the *squared* hinge (another
 problem): time only.
@@ -67,6 +70,8 @@ def linearsvc_fit(X: np.ndarray, y: np.ndarray, dual: bool) -> tuple[np.ndarray,
 
 
 METHODS = [  # (label, cap key, peer, runner, solves our problem)
+    ("interior point (solve('ipm'); SVMClassifier's 'auto')", "ipm", False,
+     lambda X, y: ours(X, y, "ipm"), True),
     ("AID (solve('aid'))", "aid", False, lambda X, y: ours(X, y, "aid"), True),
     ("full QP (solve())", "full", False, lambda X, y: ours(X, y, "full"), True),
     ("ReHLine tol 1e-4", "rehline", True, lambda X, y: rehline_fit(X, y, 1e-4), True),

@@ -354,8 +354,10 @@ def _check_lazy(args: argparse.Namespace, strategy: str, kernel: str | None = No
         raise ValueError(
             f"--data {args.data!r}: lazily read data (Dask) are supported for {names}, not "
             f"{args.problem}; load the data into a .npz or .csv file instead.")
+    from optmodels.strategies import AUTO_STRATEGY
+
     runs = PROBLEMS[args.problem].DASK_STRATEGIES
-    if strategy not in runs:
+    if strategy not in runs and strategy != AUTO_STRATEGY:  # auto runs runs[0] on Dask
         raise ValueError(
             f"{where} {args.problem} runs with --strategy {' or '.join(runs)}; got --strategy "
             f"{strategy}. Pass --strategy {runs[0]}, or load the data into a .npz file for the "
@@ -655,14 +657,17 @@ ESTIMATOR_OF = {
 def _fit(args: argparse.Namespace) -> int:
     """Fit the problem's estimator on the data file and save it (see :mod:`optmodels.model_io`)."""
     from optmodels.model_io import estimator_classes, save_model
-    from optmodels.strategies import check_strategy_options, options_for
+    from optmodels.strategies import AUTO_STRATEGY, options_for
 
     est = estimator_classes()[ESTIMATOR_OF[args.problem]]()
     strategy = args.strategy or est.strategy
-    options_for(args.problem, strategy)  # an unknown strategy fails before loading data
+    # 'auto': the estimator picks one of est.AUTO_STRATEGIES at fit time
+    runs = list(est.AUTO_STRATEGIES) if strategy == AUTO_STRATEGY else [strategy]
+    for name in runs:
+        options_for(args.problem, name)  # an unknown strategy fails before loading data
     declared = [k for k in est.get_params() if k not in ("strategy", "strategy_options")]
-    hyper, per = _split_params(args.problem, args.param, [strategy], declared)
-    options = check_strategy_options(args.problem, strategy, per[strategy])
+    hyper, per = _split_params(args.problem, args.param, runs, declared)
+    options = _common_options(args.problem, per, runs)
     est.set_params(**_hyperparameters(est, hyper), strategy=strategy,
                    strategy_options=options or None)
     _check_lazy(args, strategy, getattr(est, "kernel", None) if args.problem == "svm" else None)
@@ -675,8 +680,9 @@ def _fit(args: argparse.Namespace) -> int:
     if args.json:
         from optmodels.model_io import fit_record
 
+        ran = getattr(est, "strategy_", strategy)  # the classifiers resolve 'auto' in fit
         print(json.dumps({"model": str(args.model_out), "problem": args.problem,
-                          "estimator": type(est).__name__, "strategy": strategy,
+                          "estimator": type(est).__name__, "strategy": ran,
                           "fit": [fit_record(r) for r in results],
                           **_estimator_coefficients(est, data.feature_names)}))
     else:
@@ -685,6 +691,25 @@ def _fit(args: argparse.Namespace) -> int:
     for w in caught:
         print(f"optmodels fit: warning: {_one_line(w.message)}", file=sys.stderr)
     return 0 if all(r.is_optimal for r in results) else EXIT_NOT_OPTIMAL
+
+
+def _common_options(problem: str, per: dict[str, dict[str, str]], runs: list[str]
+                    ) -> dict[str, Any]:
+    """The strategy options of ``fit``: one strategy's, checked by its table; for 'auto'
+    (several candidates) only options every candidate has, checked by each table."""
+    from optmodels.strategies import check_strategy_options
+
+    for key in set().union(*per.values()):
+        lacking = [s for s in runs if key not in per[s]]
+        if lacking:
+            owners = [s for s in runs if s not in lacking]
+            raise ValueError(
+                f"--param {key}: an option of strategy {', '.join(owners)} but not of "
+                f"{', '.join(lacking)}, and the default --strategy auto picks one of "
+                f"{', '.join(runs)} at fit time. Pass --strategy {owners[0]} with it.")
+    for s in runs:
+        check_strategy_options(problem, s, per[s])
+    return check_strategy_options(problem, runs[0], per[runs[0]])
 
 
 def _hyperparameters(est: Any, given: dict[str, str]) -> dict[str, Any]:

@@ -33,6 +33,10 @@ def register(problem: str, name: str, options: OptionTable) -> Callable[[Runner]
     return deco
 
 
+AUTO_STRATEGY = "auto"
+"""An estimator's strategy chosen at fit time (SVMClassifier's default; see its docstring)."""
+
+
 def strategies_for(problem: str) -> list[str]:
     """Names of the strategies registered for ``problem``."""
     _load()

@@ -199,3 +199,22 @@ def test_format_number_is_the_one_format():
     table = coefficient_table(["a", "long_name"], [1.0, -2.0 / 3.0])
     assert table.splitlines()[2].split() == ["long_name", "-0.666667"]
 
+
+
+def test_fit_svm_default_strategy_is_chosen_at_fit_time(files, tmp_path, capsys):
+    """The estimator's default strategy 'auto': the interior point for a linear kernel, SMO for
+    rbf; the JSON record names the one that ran. An option both candidates have passes; one
+    that only SMO has needs --strategy smo."""
+    out, data = str(tmp_path / "m.npz"), str(files[0] / "cls.csv")
+    for kernel, ran in (("linear", "ipm"), ("rbf", "smo")):
+        assert main(["fit", "svm", "--data", data, "--param", f"kernel={kernel}",
+                     "--model-out", out, "--json"]) == 0
+        assert json.loads(capsys.readouterr().out)["strategy"] == ran
+    assert main(["fit", "svm", "--data", data, "--param", "kernel=linear", "--param",
+                 "tol=1e-4", "--model-out", out, "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["strategy"] == "ipm"
+    assert main(["fit", "svm", "--data", data, "--param", "cache_mb=100",
+                 "--model-out", str(tmp_path / "x.npz")]) == 2
+    err = capsys.readouterr().err
+    assert "--param cache_mb" in err and "Pass --strategy smo" in err and err.count("\n") == 1
+    assert not (tmp_path / "x.npz").exists()

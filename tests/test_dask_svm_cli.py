@@ -119,6 +119,10 @@ def test_cli_fit_on_npy_chunks_equals_in_memory_and_predicts_alike(npy, tmp_path
                      "--out", str(tmp_path / f"{model}.csv")]) == 0
     capsys.readouterr()
     assert (tmp_path / "lazy.csv").read_text() == (tmp_path / "mem.csv").read_text()
+    # the default strategy ('auto') is AID on chunked data
+    auto = _cli_json(["fit", "svm", "--param", "kernel=linear", "--json", "--data", glob,
+                      "--model-out", str(tmp_path / "t.npz")], capsys)
+    assert auto["strategy"] == "aid" and auto["fit"][0]["certified"]
     assert main(["fit", "svm", "--strategy", "aid", "--param", "kernel=linear", "--data", glob,
                  "--model-out", str(tmp_path / "t.npz")]) == 0
     assert "Support vectors: not collected" in capsys.readouterr().out
@@ -131,7 +135,7 @@ def test_cli_fit_on_npy_chunks_equals_in_memory_and_predicts_alike(npy, tmp_path
      "needs --param kernel=linear"),
     (["fit", "svm", "--strategy", "aid", "--model-out", "m.npz"],  # the estimator's rbf
      "needs --param kernel=linear"),
-    (["fit", "svm", "--param", "kernel=linear", "--model-out", "m.npz"],  # its smo
+    (["fit", "svm", "--strategy", "smo", "--param", "kernel=linear", "--model-out", "m.npz"],
      "--strategy aid; got --strategy smo"),
     (["solve", "klr", "--strategy", "smo"], "supported for lad, ridge and svm, not klr"),
     (["solve", "lad"], "lad runs with --strategy aid; got --strategy full"),

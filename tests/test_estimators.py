@@ -130,15 +130,62 @@ def test_svm_matches_svc(strategy, multi):
 def test_svm_ovo_shape_and_linear_coef_match_svc():
     X, y = _multi(k=4)
     tight = {"tol": 1e-6}  # a linear kernel on overlapping blobs: tol 1e-3 leaves ~1e-2 in f
-    ours = SVMClassifier(kernel="linear", decision_function_shape="ovo", strategy_options=tight)
+    ours = SVMClassifier(kernel="linear", decision_function_shape="ovo", strategy="smo",
+                         strategy_options=tight)
     ours.fit(X, y)
     ref = SVC(kernel="linear", decision_function_shape="ovo", tol=1e-6).fit(X, y)
     assert ours.decision_function(X).shape == (X.shape[0], 6)
     np.testing.assert_allclose(ours.decision_function(X), ref.decision_function(X), atol=2e-3)
     np.testing.assert_allclose(ours.coef_, ref.coef_, atol=2e-3)
-    ovr = SVMClassifier(kernel="linear", strategy_options=tight).fit(X, y)
+    ovr = SVMClassifier(kernel="linear", strategy="smo", strategy_options=tight).fit(X, y)
     assert ovr.decision_function(X).shape == (X.shape[0], 4)
     assert np.array_equal(ovr.predict(X), ours.predict(X))
+
+
+def test_svm_auto_strategy_runs_the_interior_point_for_a_linear_kernel():
+    """strategy='auto' (the default): ipm for kernel='linear' (p <= 1000, no warm start), SMO
+    otherwise; the linear fits agree with SMO's and the full QP's certified optimum."""
+    X, y = _multi(k=3)
+    auto = SVMClassifier(kernel="linear").fit(X, y)
+    assert auto.strategy_ == "ipm"
+    full = SVMClassifier(kernel="linear", strategy="full").fit(X, y)
+    smo = SVMClassifier(kernel="linear", strategy="smo").fit(X, y)
+    for a, f, m in zip(auto.result_, full.result_, smo.result_, strict=True):
+        assert a.strategy == "ipm" and a.is_optimal
+        # every result is within 1e-6 of the objective above the same lower bound
+        for other in (f, m):
+            assert abs(a.objective - other.objective) <= 2e-6 * abs(other.objective)
+    assert np.array_equal(auto.predict(X), full.predict(X))
+    assert SVMClassifier().fit(X, y).strategy_ == "smo"  # rbf
+    assert SVMClassifier(kernel="linear", warm_start=True).fit(X, y).strategy_ == "smo"
+    wide = np.random.default_rng(0).standard_normal((40, 1001))
+    assert SVMClassifier(kernel="linear").fit(wide, np.arange(40) % 2).strategy_ == "smo"
+
+
+def test_svm_auto_strategy_falls_back_to_smo_when_the_interior_point_fails():
+    """ipm-only options that make it stall (CG capped at one iteration, no preconditioner):
+    the pair is solved again by SMO, which certifies it; strategy_ still says what ran first."""
+    X, y = _binary(200)
+    broken = {"linear_solver": "cg", "preconditioner": "none", "cg_max_iter": 1}
+    est = SVMClassifier(kernel="linear", strategy_options=broken).fit(X, y)
+    assert est.strategy_ == "ipm" and est.result_.strategy == "smo" and est.result_.is_optimal
+    ref = SVMClassifier(kernel="linear", strategy="full").fit(X, y)
+    assert abs(est.result_.objective - ref.result_.objective) <= 2e-6 * ref.result_.objective
+
+
+def test_klr_auto_strategy_runs_newton_for_plain_linear_klr():
+    """KLRClassifier's 'auto': newton for plain KLR with a linear kernel, SMO for S-KLR and
+    other kernels; Newton's probabilities are SMO's (both certified to 1e-6 of the scale)."""
+    X, y = _binary(150)
+    auto = KLRClassifier(kernel="linear").fit(X, y)
+    smo = KLRClassifier(kernel="linear", strategy="smo").fit(X, y)
+    assert auto.strategy_ == "newton" and auto.result_.strategy == "newton"
+    assert auto.result_.is_optimal and smo.result_.is_optimal
+    np.testing.assert_allclose(auto.predict_proba(X), smo.predict_proba(X), atol=1e-3)
+    assert abs(auto.result_.objective - smo.result_.objective) <= 2e-6 * abs(
+        smo.result_.objective)
+    assert KLRClassifier(kernel="linear", lam=1.0).fit(X, y).strategy_ == "smo"
+    assert KLRClassifier().fit(X, y).strategy_ == "smo"
 
 
 def test_svm_linear_aid_matches_full():

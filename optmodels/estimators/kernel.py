@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from optmodels.estimators._base import OptEstimator
 from optmodels.klr import KLR
-from optmodels.strategies import options_for
+from optmodels.strategies import AUTO_STRATEGY, options_for, strategies_for
 from optmodels.svm import SVM
 from optmodels.validation import Param, resolve_gamma
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
@@ -71,17 +71,18 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
                 "'poly'; kernel='precomputed' is available on the problem level "
                 f"({self._PROBLEM.__name__}(K, y, kernel='precomputed'))."
             )
-        options = self._strategy_options(hyper["strategy"])
         X, y, sw = self._validate_fit(X, y, sample_weight)
+        self.strategy_ = strategy = self._resolve_strategy(hyper, X)
+        options = self._strategy_options(strategy)
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         self._check_two_classes()
         counts = np.bincount(codes, minlength=self.classes_.size)
         weights = sw * self._class_weights(counts)[codes]
         params = self._problem_params(hyper, X, weights)
-        warm = self._warm_alphas(hyper["strategy"], options, codes)
+        warm = self._warm_alphas(strategy, options, codes)
         fits = [
-            self._fit_pair(X, codes, weights, i, j, params, hyper["strategy"], options, warm[k])
+            self._fit_pair(X, codes, weights, i, j, params, strategy, options, warm[k])
             for k, (i, j) in enumerate(combinations(range(self.classes_.size), 2))
         ]
         self._store(X, codes, fits)
@@ -90,6 +91,39 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
         self.result_ = fits[0]["result"] if len(fits) == 1 else [f["result"] for f in fits]
         self._fit_probabilities(X, codes, weights, fits)
         return self
+
+    AUTO_STRATEGIES: ClassVar[tuple[str, ...]] = ("smo",)
+    """What strategy='auto' may run: the primal strategy for kernel='linear' (where it
+    applies), then SMO (otherwise, and for a pair the first does not certify)."""
+
+    def _strategy_param(self) -> Param:
+        names = (AUTO_STRATEGY, *strategies_for(self._PROBLEM.NAME))
+        return Param("choice", AUTO_STRATEGY, "solution strategy", choices=names)
+
+    def _resolve_strategy(self, hyper: dict[str, Any], X: Any) -> str:
+        """The strategy this fit runs: ``strategy``, or for 'auto' the class's primal strategy
+        ``AUTO_STRATEGIES[0]`` on a linear kernel (unless warm_start asks for SMO's alphas, or
+        :meth:`_linear_strategy_applies` says no) and SMO otherwise."""
+        if hyper["strategy"] != AUTO_STRATEGY:
+            return hyper["strategy"]
+        linear = hyper["kernel"] == "linear" and not self.warm_start
+        primal = self.AUTO_STRATEGIES[0]
+        return primal if linear and self._linear_strategy_applies(hyper, X) else "smo"
+
+    def _linear_strategy_applies(self, hyper: dict[str, Any], X: Any) -> bool:
+        return True
+
+    def _solve(self, problem: Any, strategy: str, options: dict) -> SolveResult:
+        """As the base class; with strategy='auto', a pair its primal strategy does not
+        certify (a numerical error, an iteration limit) is solved again by SMO, with the
+        options SMO accepts."""
+        if self.strategy == AUTO_STRATEGY and strategy == self.AUTO_STRATEGIES[0] != "smo":
+            res = problem.solve(strategy, **options)
+            if res.is_optimal:
+                return res
+            smo = options_for(self._PROBLEM.NAME, "smo")
+            strategy, options = "smo", {k: v for k, v in options.items() if k in smo}
+        return super()._solve(problem, strategy, options)
 
     def _check_two_classes(self) -> None:
         if self.classes_.size < 2:
@@ -372,10 +406,18 @@ class SVMClassifier(_PairClassifier):
             for C in (0.1, 1.0, 10.0):
                 clf.set_params(C=C).fit(X, y)      # each fit starts from the last alphas
 
-    strategy : 'smo' (default), 'full' (the verified Clarabel QP), 'block', 'aid'.
-    strategy_options : dict of the strategy's options (e.g. ``{"tol": 1e-4}``), validated in fit.
+    strategy : 'auto' (default), 'smo', 'ipm', 'full' (the verified Clarabel QP), 'block',
+        'aid'. 'auto' runs the interior point ('ipm') for kernel='linear' with at most
+        AUTO_CHOLESKY_MAX_P (1000) features and no warm_start, and SMO otherwise; a pair the
+        interior point does not certify is solved again by SMO (result_.strategy says which
+        solved it). On Dask data 'auto' is 'aid'. Measured on 10^5 x 20 (linear kernel, C = 1):
+        ipm 0.27 s, aid 1.1 s, smo 172 s, all certified to the same objective.
+    strategy_options : dict of the strategy's options (e.g. ``{"tol": 1e-4}``), validated in fit
+        by the table of the strategy that runs (for 'auto', name the strategy to pass options
+        only it has).
 
-    Attributes: classes_, support_, support_vectors_, n_support_, dual_coef_ (NaN for pairs
+    Attributes: strategy_ (the strategy the fit ran: 'auto' resolved), classes_, support_,
+    support_vectors_, n_support_, dual_coef_ (NaN for pairs
     solved by the linear AID primal, which returns no alphas; its support_ are the rows with
     y f(x) <= 1), intercept_, coef_ (linear kernel), kernel_, probA_, probB_ (probability=True),
     n_features_in_, feature_names_in_, n_iter_ (per pair), result_ (the SolveResult; a list of
@@ -391,6 +433,7 @@ class SVMClassifier(_PairClassifier):
     """
 
     _PROBLEM: ClassVar[type] = SVM
+    AUTO_STRATEGIES: ClassVar[tuple[str, ...]] = ("ipm", "smo")
     _ACCEPTS_DASK: ClassVar[bool] = True  # binary linear AID only: see _fit_dask
     _HYPER: ClassVar[dict[str, Param]] = {
         "C": SVM.PARAMS["C"],
@@ -411,7 +454,7 @@ class SVMClassifier(_PairClassifier):
         probability: bool = False,
         decision_function_shape: str = "ovr",
         warm_start: bool = False,
-        strategy: str = "smo",
+        strategy: str = AUTO_STRATEGY,
         strategy_options: dict | None = None,
     ) -> None:
         self.C = C
@@ -428,6 +471,13 @@ class SVMClassifier(_PairClassifier):
 
     def _keeps_sparse(self) -> bool:
         return self.kernel == "linear"
+
+    def _linear_strategy_applies(self, hyper: dict[str, Any], X: Any) -> bool:
+        """The interior point factors its (p + 1) x (p + 1) Newton matrix up to
+        AUTO_CHOLESKY_MAX_P features (beyond, its sketched CG is not the fast path)."""
+        from solvers.sketch.ipm_svm import AUTO_CHOLESKY_MAX_P
+
+        return X.shape[1] <= AUTO_CHOLESKY_MAX_P
 
     # ---- Dask data: the binary linear SVM by AID, lazily ---------------------------------
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> SVMClassifier:
@@ -447,7 +497,10 @@ class SVMClassifier(_PairClassifier):
         import dask.array as da
 
         hyper = self._hyperparameters()
+        if hyper["strategy"] == AUTO_STRATEGY:
+            hyper["strategy"] = SVM.DASK_STRATEGIES[0]
         self._refuse_on_dask(hyper)
+        self.strategy_ = hyper["strategy"]
         options = self._strategy_options(hyper["strategy"])
         X, y, sw = self._validate_fit(X, y, sample_weight)
         y = y if is_dask(y) else da.from_array(np.asarray(y))
@@ -608,17 +661,26 @@ class KLRClassifier(_PairClassifier):
         repeats of each row of the class; with bound_tol the bounds scale with it too).
     decision_function_shape : 'ovr' (default) or 'ovo'.
     warm_start : start SMO from the previous fit's alphas (same rows), e.g. to sweep C.
-    strategy : 'smo' (default), 'full' (the verified Clarabel exponential-cone solve), 'block',
-        'newton' (plain KLR with kernel='linear': sketch-preconditioned Newton-CG on the
-        logistic primal; apply RBFSampler / Nystroem first for an approximate RBF model).
-    strategy_options : the strategy's options, validated in fit.
+    strategy : 'auto' (default), 'smo', 'full' (the verified Clarabel exponential-cone solve),
+        'block', 'newton' (plain KLR with kernel='linear': sketch-preconditioned Newton-CG on
+        the logistic primal; apply RBFSampler / Nystroem first for an approximate RBF model).
+        'auto' runs 'newton' for plain KLR (lam=0, bound_tol=None) with kernel='linear' and no
+        warm_start, SMO otherwise; a pair Newton does not certify is solved again by SMO.
+        Measured on 2*10^4 x 20 (linear kernel): newton 0.43 s, smo 29 s, the same objective.
+    strategy_options : the strategy's options, validated in fit by the table of the strategy
+        that runs (for 'auto', name the strategy to pass options only it has).
 
     predict_proba: binary sigma(f(x)), (n, 2); more classes: the pairs' sigma(f_ij) coupled by
     Wu, Lin & Weng's method, (n, n_classes). Attributes as SVMClassifier (no coef_). Sparse
     CSR/CSC input is densified.
     """
 
+    def _linear_strategy_applies(self, hyper: dict[str, Any], X: Any) -> bool:
+        """Newton solves plain KLR only (S-KLR's loss has a margin shift and linear tails)."""
+        return hyper["lam"] == 0.0 and hyper["bound_tol"] is None
+
     _PROBLEM: ClassVar[type] = KLR
+    AUTO_STRATEGIES: ClassVar[tuple[str, ...]] = ("newton", "smo")
     _HYPER: ClassVar[dict[str, Param]] = {
         "C": KLR.PARAMS["C"],
         "lam": KLR.PARAMS["lam"],
@@ -640,7 +702,7 @@ class KLRClassifier(_PairClassifier):
         class_weight: dict | str | None = None,
         decision_function_shape: str = "ovr",
         warm_start: bool = False,
-        strategy: str = "smo",
+        strategy: str = AUTO_STRATEGY,
         strategy_options: dict | None = None,
     ) -> None:
         self.C = C
