@@ -142,7 +142,11 @@ def test_estimators_fit_on_dask_equal_in_memory(client):
         assert type(lazy).__module__.startswith("dask")
         assert np.allclose(lazy.compute(), pred, rtol=1e-10, atol=1e-10)
     with pytest.raises(ValueError, match="needs X in memory"):
-        LADRegressor().fit(Xd, yd)  # default strategy: the full LP
+        LADRegressor(strategy="full").fit(Xd, yd)
+    auto = LADRegressor().fit(Xd, yd)  # the default 'auto' is AID on Dask data
+    ref = LADRegressor(strategy="full").fit(X, y)
+    assert auto.strategy_ == "aid" and auto.result_.certified
+    assert abs(auto.result_.objective - ref.result_.objective) <= 1e-6 * ref.result_.objective
 
 
 def _cli_json(argv, capsys):

