@@ -142,7 +142,7 @@ def _header(est: Any, path: Any, arrays: dict[str, np.ndarray], names: Any) -> d
         "problem": PROBLEM_OF[name],
         "estimator": name,
         "hyperparameters": _to_json(params, "hyperparameters", path),
-        "strategy": params["strategy"],
+        "strategy": getattr(est, "strategy_", params["strategy"]),  # what ran ('auto' resolved)
         "strategy_options": _to_json(params["strategy_options"], "strategy_options", path),
         "fit": [fit_record(r) for r in results],
         "n_features_in": p,
@@ -406,6 +406,7 @@ def _rebuild(header: dict[str, Any], arrays: dict[str, np.ndarray], path: Any) -
         est.feature_names_in_ = np.array(header["feature_names"], dtype=object)
     for key, a in arrays.items():
         setattr(est, key, a)
+    est.strategy_ = str(header["strategy"])  # the strategy the fit ran ('auto' resolved)
     if _SCHEMA[header["estimator"]] is _LINEAR:
         est.intercept_ = float(arrays["intercept_"])
         est.n_iter_ = int(header["n_iter"] or 0)

@@ -63,6 +63,7 @@ def test_round_trip_predicts_exactly_as_the_fitted_estimator(name, make, kind, d
     back = load_model(path)
     X_new = data[-1]
     assert type(back) is type(est) and back.get_params() == est.get_params()
+    assert back.strategy_ == est.strategy_  # 'auto' resolved at fit time, kept in the file
     np.testing.assert_array_equal(back.predict(X_new), est.predict(X_new))
     for method in ("decision_function", "predict_proba"):
         if hasattr(est, method):
