@@ -46,6 +46,7 @@ import _common as bc  # noqa: E402
 
 from instances.ridge import random_fourier_features  # noqa: E402
 from solvers.sketch import FrequentDirections, solve_ridge  # noqa: E402
+from solvers.sketch.fd import automatic_route  # noqa: E402
 
 ITERATIVE = ["fd", "rfd", "pcg-fd", "pcg-rfd", "ihs-gaussian", "ihs-sjlt",
              "single-gaussian", "single-sjlt"]
@@ -367,8 +368,7 @@ def pass_section(sizes: list[tuple[int, int]], m: int, log) -> list[str]:
                     return sk
                 sk = run()
                 t = best_time(run, 1 if (shrink == "gram" and d > 2048) else 2)
-                auto = " (automatic)" if FrequentDirections(m).partial_fit(A[:1]).route_ == \
-                    shrink else ""
+                auto = " (automatic)" if automatic_route(d, m) == shrink else ""
                 out.append(f"| n={n:,} d={d} | FD pass, {shrink}{auto}, {dtype} | {t:.3f} | "
                            f"{t / t_gram:.2f} | {sk.n_shrinks_} |")
                 log(out[-1])

@@ -680,9 +680,8 @@ def _fit(args: argparse.Namespace) -> int:
     if args.json:
         from optmodels.model_io import fit_record
 
-        ran = getattr(est, "strategy_", strategy)  # the classifiers resolve 'auto' in fit
         print(json.dumps({"model": str(args.model_out), "problem": args.problem,
-                          "estimator": type(est).__name__, "strategy": ran,
+                          "estimator": type(est).__name__, "strategy": est.strategy_,
                           "fit": [fit_record(r) for r in results],
                           **_estimator_coefficients(est, data.feature_names)}))
     else:
@@ -707,9 +706,7 @@ def _common_options(problem: str, per: dict[str, dict[str, str]], runs: list[str
                 f"--param {key}: an option of strategy {', '.join(owners)} but not of "
                 f"{', '.join(lacking)}, and the default --strategy auto picks one of "
                 f"{', '.join(runs)} at fit time. Pass --strategy {owners[0]} with it.")
-    for s in runs:
-        check_strategy_options(problem, s, per[s])
-    return check_strategy_options(problem, runs[0], per[runs[0]])
+    return [check_strategy_options(problem, s, per[s]) for s in runs][0]
 
 
 def _hyperparameters(est: Any, given: dict[str, str]) -> dict[str, Any]:

@@ -67,10 +67,9 @@ class OptEstimator(BaseEstimator):
 
     def _strategy_param(self) -> Param:
         names = tuple(strategies_for(self._PROBLEM.NAME))
-        if self.AUTO_STRATEGIES:
-            names = (AUTO_STRATEGY, *names)
-        return Param("choice", names[0] if self.AUTO_STRATEGIES else "full",
-                     "solution strategy", choices=names)
+        if not self.AUTO_STRATEGIES:
+            return Param("choice", "full", "solution strategy", choices=names)
+        return Param("choice", AUTO_STRATEGY, "solution strategy", choices=(AUTO_STRATEGY, *names))
 
     # ---- strategy='auto' -----------------------------------------------------------------
     AUTO_STRATEGIES: ClassVar[tuple[str, ...]] = ()

@@ -68,6 +68,14 @@ COVARIANCE_BUFFER_FACTOR = 64
 """The covariance route's default buffer: ``m + 64 d`` rows between shrinks (one d x d
 eigendecomposition costs about as much as 6,000-8,000 rows of syrk at d = 1024)."""
 
+def automatic_route(d: int, m: int, buffer_rows: int | None = None) -> str:
+    """The route ``shrink="auto"`` takes for rows of d features: ``"covariance"`` when
+    ``d <= COVARIANCE_MAX_RATIO m`` or a buffer of more than d rows is asked for, else
+    ``"gram"``."""
+    wide = buffer_rows is not None and buffer_rows > d
+    return "covariance" if wide or d <= COVARIANCE_MAX_RATIO * m else "gram"
+
+
 _FLOAT32_RANGE = 2.0**32
 """float32 buffers keep their rows' largest magnitude within [2^-32, 2^32] (powers of two,
 exact): the Gram or covariance entries then stay far inside float32's range for any
@@ -179,8 +187,7 @@ class FrequentDirections:
             )
         route = self.shrink
         if route == "auto":
-            wide = self.buffer_rows is not None and self.buffer_rows > d
-            route = "covariance" if wide or d <= COVARIANCE_MAX_RATIO * self.m else "gram"
+            route = automatic_route(d, self.m, self.buffer_rows)
         self.route_ = route
         if self.buffer_rows is not None:
             self._ell = self.buffer_rows
@@ -282,13 +289,10 @@ class FrequentDirections:
         if self.dtype != "float32" or not X.size:
             return X
         mag = max(abs(float(np.max(X))), abs(float(np.min(X)))) * self._scale
-        empty = self._nfill == 0 and not self._kept_any()
+        empty = self._nfill == 0  # counts the covariance route's kept rows too
         if np.isfinite(mag) and (mag > _FLOAT32_RANGE or (empty and 0 < mag < 1 / _FLOAT32_RANGE)):
             self._rescale(float(2.0 ** -np.ceil(np.log2(mag))))
         return X if self._scale == 1.0 else X * self._scale
-
-    def _kept_any(self) -> bool:
-        return self._rows is not None and self._rows.shape[0] > 0
 
     def _rescale(self, factor: float) -> None:
         """Multiply the buffer (and what is kept in its units) by a power of two."""

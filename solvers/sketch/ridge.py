@@ -79,7 +79,7 @@ import scipy.linalg
 from solvers.errors import DataError
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition, stable_norm
 from solvers.rows import NumpyRows, as_rows, ridge_rows
-from solvers.sketch.fd import COVARIANCE_MAX_RATIO, FrequentDirections
+from solvers.sketch.fd import FrequentDirections, automatic_route
 from solvers.sketch.methods import DEFAULT_SKETCH_SIZE, PCG_MAX_ITER, RIDGE_METHODS, sketch_size
 from solvers.sketch.precondition import JacobiSketchPreconditioner, SketchPreconditioner
 from solvers.validation import (
@@ -357,7 +357,7 @@ def pcg_sketch_cost(n: int, d: int, m: int) -> float:
     """Modelled seconds of the default pcg sketch (row norms, sample, FD shrinks)."""
     s = pcg_sketch_rows(n, m)
     sample = 0.5 * _PASS_COST * n * d if s < n else 0.0
-    if d <= COVARIANCE_MAX_RATIO * m:  # FrequentDirections' automatic route
+    if automatic_route(d, m) == "covariance":
         c1, c2 = _COVARIANCE_COST
         return c1 * s * d * d + c2 * d**3 + sample
     b1, b2, b0 = _SHRINK_COST
