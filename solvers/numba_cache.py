@@ -24,7 +24,7 @@ from typing import Any
 
 import numba
 from numba.core import sigutils
-from numba.core.caching import FunctionCache
+from numba.core.caching import CompileResultCacheImpl, FunctionCache
 
 
 def _writable(folder: Path) -> bool:
@@ -96,12 +96,60 @@ def _file_lock(path: str, exclusive: bool) -> Iterator[None]:
             os.close(fd)  # closing the descriptor releases the lock
 
 
+# ---------------------------------------------------------------------------- parallel callees
+# A compiled function that runs a parfor (``parallel=True``, prange) must start numba's thread
+# pool before it runs; numba records that as the entry's ``reload_init`` (``_reload_parfors``),
+# run when the entry is loaded from the cache, and a caller compiled in the same process
+# inherits it from its callee's code library. A callee *loaded* from the cache does not pass it
+# on (numba restores the entry's reload_init, not its library's), so a caller compiled in a
+# process that loaded its parallel callee is saved without it; a later process that loads that
+# caller and calls it before anything else started the pool crashes (SIGSEGV). Found here as
+# SMO's q_matrix (calling the parallel column fill) crashing every process after a test run;
+# reproduced with two three-line functions (tests/test_numba_cache.py); numba issue 8578 is
+# the same crash. ProcessSafeCache passes the loaded reload_init on, and gives an entry whose
+# machine code holds a parfor but whose reload_init is empty (saved before this fix) the
+# thread-pool start it lacks.
+_PARFOR_MARK = b"__numba_parfor_gufunc"
+
+
+def _start_parfor_threads() -> None:
+    """numba's ``_reload_parfors``: start the parallel backend's threads (idempotent)."""
+    from numba.np.ufunc.parallel import _launch_threads
+
+    _launch_threads()
+
+
+def _holds_parfor(libdata: Any) -> bool:
+    """True when a cached library's object code or bitcode contains a parfor kernel."""
+    try:
+        _, _, parts = libdata
+        return any(isinstance(b, bytes | bytearray) and _PARFOR_MARK in b for b in parts)
+    except (TypeError, ValueError):
+        return False
+
+
+class _ParforSafeImpl(CompileResultCacheImpl):
+    """numba's CompileResult (un)serialisation, with the parfor fix described above."""
+
+    def rebuild(self, target_context, payload):  # noqa: ANN001 (numba's types)
+        payload = tuple(payload)
+        if not payload[7] and _holds_parfor(payload[0]):  # reload_init lost (see above)
+            payload = (*payload[:7], [_start_parfor_threads], *payload[8:])
+        cres = super().rebuild(target_context, payload)
+        cres.library._reload_init.update(cres.reload_init)  # callers compiled later inherit it
+        return cres
+
+
 class ProcessSafeCache(FunctionCache):
     """numba's per-function disk cache with the index and data read and written under one file
     lock per function (shared to load, exclusive to save), so that choosing a data file, writing
     the index and writing the data happen together. A loaded entry whose stored signature is
     not the one asked for (written by a race before this cache, or by another tool) is treated
-    as missing: numba compiles again and overwrites it."""
+    as missing: numba compiles again and overwrites it. Entries that run parallel code start
+    numba's thread pool when loaded, also when numba saved them without that step (see
+    :class:`_ParforSafeImpl`)."""
+
+    _impl_class = _ParforSafeImpl
 
     def _lock_path(self) -> str:
         return self._cache_file._index_path + ".lock"

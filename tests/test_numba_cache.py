@@ -130,3 +130,71 @@ def test_every_compiled_function_uses_the_process_safe_cache(module):
     assert dispatchers
     for d in dispatchers:
         assert isinstance(d._cache, ProcessSafeCache), d.py_func.__name__
+
+
+_PARALLEL_MODULE = '''
+import os
+import numba
+import numpy as np
+from solvers.numba_cache import njit_cached
+
+if os.environ.get("SAFE_CACHE"):
+    deco = njit_cached
+else:
+    def deco(**options):
+        return numba.njit(cache=True, **options)
+
+
+@deco(parallel=True)
+def inner(x, out):
+    for i in numba.prange(x.shape[0]):
+        out[i] = 2.0 * x[i]
+
+
+@deco()
+def outer(x):
+    out = np.empty_like(x)
+    inner(x, out)
+    return out.sum()
+'''
+
+_PARALLEL_CALL = '''
+import sys, numpy as np, par
+x = np.arange(10_000.0)
+if sys.argv[1] == "inner":
+    out = np.empty_like(x)
+    par.inner(x, out)
+    print(out.sum())
+else:
+    print(par.outer(x))
+'''
+
+
+def _run_par(tmp_path: Path, which: str, safe: bool) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "SAFE_CACHE")}
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(ROOT)])
+    if safe:
+        env["SAFE_CACHE"] = "1"
+    return subprocess.run([sys.executable, str(tmp_path / "call_par.py"), which],
+                          capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
+
+
+def test_a_cached_caller_of_parallel_code_starts_the_thread_pool(tmp_path):
+    """A caller compiled in a process that loaded its parallel callee from the cache was saved
+    without numba's thread-pool start; the next process that loaded it crashed (SIGSEGV; SMO's
+    q_matrix did). numba's own cache is the control. Ours starts the pool for such an entry
+    already on disk, and saves new callers with the start."""
+    (tmp_path / "par.py").write_text(_PARALLEL_MODULE)
+    (tmp_path / "call_par.py").write_text(_PARALLEL_CALL)
+    want = str(float(sum(2.0 * i for i in range(10_000))))
+    for step in ("inner", "outer"):  # the callee cached, then the caller compiled on it
+        done = _run_par(tmp_path, step, safe=False)
+        assert done.returncode == 0 and done.stdout.split()[-1] == want, done.stderr
+    assert _run_par(tmp_path, "outer", safe=False).returncode != 0  # numba's cache: crash
+    healed = _run_par(tmp_path, "outer", safe=True)  # the same entry, loaded by ours
+    assert healed.returncode == 0 and healed.stdout.split()[-1] == want, healed.stderr
+    for path in (tmp_path / "__pycache__").glob("*"):
+        path.unlink()
+    for step in ("inner", "outer", "outer"):  # ours from an empty cache: no crash
+        done = _run_par(tmp_path, step, safe=True)
+        assert done.returncode == 0 and done.stdout.split()[-1] == want, done.stderr
