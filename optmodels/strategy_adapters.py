@@ -457,12 +457,14 @@ def _ridge_runner(method: str) -> Callable[..., SolveResult]:
 
 
 def _with_sketch_size(method: str, run: Callable[..., SolveResult]) -> Callable[..., SolveResult]:
-    """Fill the sketch size m = min(256, d) when not given; refuse m > d (see
+    """Fill the sketch size m = min(256, d) when not given (pcg-* leave it to
+    :func:`solvers.sketch.solve_ridge`'s cost model and probe); refuse m > d (see
     :func:`solvers.options.sketch_size`)."""
 
     def sized(problem: Any, **options: Any) -> SolveResult:
         owner = f"strategy {method!r} of ridge"
-        options["m"] = opt.sketch_size(options.get("m"), problem.Aw.shape[1], owner)
+        if options.get("m") is not None or not method.startswith("pcg-"):
+            options["m"] = opt.sketch_size(options.get("m"), problem.Aw.shape[1], owner)
         return run(problem, **options)
 
     sized.__name__ = run.__name__

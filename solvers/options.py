@@ -334,7 +334,8 @@ _RIDGE_COMMON = (
            "sketch size (rows of B or S), at most d; default min(256, d), for pcg-* the "
            "largest m <= min(256, d) whose sampled sketch costs at most 4 passes over A (PCG "
            "needs m above the effective rank of A; beyond it a larger m only adds sketch "
-           "time); a larger m is an error", "ell", low=1, none_ok=True),
+           "time), built only when plain CG's first iterations predict more than 8 more; a "
+           "larger m is an error", "ell", low=1, none_ok=True),
     _tol(1e-10, "stop with OPTIMAL once ||grad f(x)|| <= tol (||A'Ax|| + gamma ||x|| + "
          "||A'b||)", "epsilon", zero_ok=True),
     Option("x_star", "array", None,

@@ -25,9 +25,11 @@ from solvers.sketch.ridge import (
     DIVERGENCE_FACTOR,
     PCG_SKETCH_BUDGET,
     PCG_SKETCH_DTYPE,
+    PROBE_REMAINING,
     length_squared_sample,
     pcg_sketch_cost,
     pcg_sketch_size,
+    probe_verdict,
 )
 
 pytestmark = pytest.mark.usefixtures("one_blas_thread")
@@ -669,6 +671,36 @@ def test_pcg_sketch_size_rule():
     assert pcg_sketch_size(2_000, 4096) <= pcg_sketch_size(20_000, 4096)
     res = solve_ridge(*_small_problem(), 1.0, method="pcg-rfd", max_iter=50)
     assert res.extra["m"] == pcg_sketch_size(300, 40) == 40
+
+
+def test_probe_verdict_predicts_from_the_mean_contraction():
+    """Plain CG at relative gradient g after t iterations contracts by g^(1/t) per iteration;
+    it goes on while that reaches tol within PROBE_REMAINING more, else the sketch is built."""
+    assert probe_verdict(1, 1e-3, 1e-10) == "wait"
+    assert probe_verdict(2, 1e-3, 1e-10) == "plain"  # 1e-3 per 2: 4.67 more
+    assert probe_verdict(2, 0.1, 1e-10) == "sketch"  # 0.32 per iteration: 18 more
+    rate = 1e-10 ** (1 / (PROBE_REMAINING + 2.5))  # a contraction just too slow
+    assert probe_verdict(2, rate**2, 1e-10) == "sketch"
+    assert probe_verdict(2, 1.0, 1e-10) == "sketch" and probe_verdict(3, np.nan, 1e-10) == "sketch"
+
+
+def test_pcg_probe_skips_the_sketch_only_where_plain_cg_is_fast(hard):
+    """With the automatic m, pcg-* builds no sketch at a large gamma (H well conditioned:
+    plain CG reaches 1e-10 in a few passes) and builds it at a small one; both reach the closed
+    form, certified. A given m always sketches, and the same certified x results."""
+    A, b = hard
+    for gamma, sketched in ((1e4, False), (1.0, True)):
+        xs = _closed_form(A, b, gamma)
+        auto = Ridge(A, b, alpha=gamma).solve("pcg-rfd")
+        given = Ridge(A, b, alpha=gamma).solve("pcg-rfd", m=40)
+        assert auto.certified and given.certified
+        assert _rel(auto.x, xs) <= 1e-8 and _rel(given.x, xs) <= 1e-8
+        assert (auto.extra["m"] > 0) is sketched and (auto.extra["sketch_time"] > 0) is sketched
+        assert given.extra["m"] == 40 and given.extra["sketch_time"] > 0
+        if not sketched:  # no sketch, and no more passes than with one
+            assert auto.iterations <= given.iterations + 1
+        else:  # the probe's plain iterations cost little
+            assert auto.iterations <= given.iterations + 4
 
 
 def _small_problem():

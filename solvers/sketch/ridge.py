@@ -70,6 +70,7 @@ of 2.9e-8 in x. To reach an error eps in x, lower tol until the bound is below e
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 
@@ -348,6 +349,28 @@ threads, one float64 d x d eigendecomposition on one: 0.14 s at s = 2048, d = 10
 ratio to a pass matters to the rule."""
 
 
+PROBE_ITERATIONS = 2
+PROBE_REMAINING = 8
+"""pcg-* with the automatic m starts by plain CG: after PROBE_ITERATIONS iterations (and after
+each further one) the relative gradient's mean contraction per iteration so far predicts how
+many more reach ``tol``; above PROBE_REMAINING (about twice the sketch's cost in passes,
+PCG_SKETCH_BUDGET) the sketch is built and PCG restarts from the current x, else plain CG goes
+on. A large gamma makes H well conditioned and the sketch a loss: at n = 5e4, d = 4096,
+gamma = 1000 it took a third of the call for the same 7 iterations."""
+
+
+def probe_verdict(t: int, rel_grad: float, tol: float) -> str:
+    """"sketch" when plain CG, ``t`` iterations in at relative gradient ``rel_grad`` (1 at
+    x = 0), is predicted to need more than PROBE_REMAINING more to reach ``tol`` at its mean
+    contraction ``rel_grad^(1/t)``; "wait" before PROBE_ITERATIONS; else "plain"."""
+    if t < PROBE_ITERATIONS:
+        return "wait"
+    if not 0 < rel_grad < 1:
+        return "sketch"
+    remaining = t * math.log(max(tol, 1e-300) / rel_grad) / math.log(rel_grad)
+    return "sketch" if remaining > PROBE_REMAINING else "plain"
+
+
 def pcg_sketch_rows(n: int, m: int) -> int:
     """Rows the pcg preconditioner sketches by default: ``min(n, PCG_SAMPLE_FACTOR m)``."""
     return min(n, PCG_SAMPLE_FACTOR * m)
@@ -420,7 +443,9 @@ def solve_ridge(
     m : int, optional
         Sketch size (rows of B or S), ``1 <= m <= d``; ``None`` (default) is
         :func:`sketch_size`'s ``min(DEFAULT_SKETCH_SIZE, d)``, for pcg-* the cost-model choice
-        :func:`pcg_sketch_size` (n, d); ignored by ``"cholesky"``.
+        :func:`pcg_sketch_size` (n, d), built only when plain CG's first iterations predict
+        that it pays (:func:`probe_verdict`; ``extra["m"]`` is 0 when it was not built);
+        ignored by ``"cholesky"``.
     max_iter : int, optional
         Iterations (passes over A) for the iterative methods (the paper's t); default 10 (the
         paper's iterative experiment), 500 for pcg-* (CG reaching tol).
@@ -463,6 +488,7 @@ def solve_ridge(
     A, b, gamma, _ = _check_problem(A, b, gamma, None, f)  # A: the rows of solvers.rows
     n, d = A.shape
     family, _, kind = method.partition("-")
+    probe = m is None and family == "pcg" and sketch is None
     if method != "cholesky":
         m = pcg_sketch_size(n, d) if m is None and family == "pcg" else sketch_size(m, d, f)
     if sketch_rows is not None:
@@ -534,9 +560,18 @@ def solve_ridge(
 
         return run.iterate(fresh, max_iter)
     # pcg-fd / pcg-rfd
-    P, run.rho = run.timed_sketch(fd_sketch)
-    res = run.pcg(P, max_iter)
-    res.extra.update(m=m, sketch_rows=seen[0] if seen else n)
+    if probe:  # the automatic m: plain CG first, the sketch only when it pays (PROBE_*)
+        def build() -> SketchPreconditioner:
+            P, run.rho = run.timed_sketch(fd_sketch)
+            return P
+
+        res = run.pcg(None, max_iter, build)
+    else:
+        P, run.rho = run.timed_sketch(fd_sketch)
+        res = run.pcg(P, max_iter)
+    sketched = bool(seen) or sketch is not None
+    res.extra.update(m=m if sketched else 0, sketch_rows=(seen[0] if seen else n) if sketched
+                     else 0)
     return res
 
 
@@ -744,13 +779,19 @@ class _Run:
         res.extra["best_iteration"] = t_best
         return res
 
-    def pcg(self, P: SketchPreconditioner, max_iter: int) -> SolveResult:
+    def pcg(self, P: SketchPreconditioner | None, max_iter: int,
+            build: Callable[[], SketchPreconditioner] | None = None) -> SolveResult:
         """Preconditioned CG on ``H x = A'b``; keeps ``A x`` (so f(x) needs no extra pass) and
         ``H x`` (for the scale of the rule on the recursive residual).
 
         The recursive residual decides when to check; OPTIMAL is declared only after the true
         gradient (one more half pass, ``A'(Ax - b)``) confirms it; otherwise CG continues from
         the true residual.
+
+        ``P = None`` with ``build``: plain CG first (the probe, see :func:`probe_verdict`);
+        once the relative gradient's measured contraction predicts more than PROBE_REMAINING
+        further iterations, ``build()`` makes the sketch preconditioner and PCG restarts from
+        the current x and residual (nothing done is lost).
         """
         early = self.zero_rhs()
         if early is not None:
@@ -760,7 +801,10 @@ class _Run:
         Ax = A.zeros()
         Hx = np.zeros(A.shape[1])
         r = self.c.copy()
-        z = P.solve(r)
+        # plain CG is PCG with P = h I, h the power of two nearest gamma: the same iterates,
+        # and r'z, p'Hp stay in float64's range when the data are scaled by 1e-150 or 1e150
+        h = 2.0 ** math.frexp(gamma)[1]
+        z = r / h if P is None else P.solve(r)
         p = z.copy()
         rz = float(r @ z)
         rg, f = 1.0, self.f0
@@ -783,11 +827,14 @@ class _Run:
             self.record(t, x, rg, f)
             if rg <= self.tol:
                 break
-            z = P.solve(r)
+            restart = P is None and probe_verdict(t, rg, self.tol) == "sketch"
+            if restart:
+                P = build()  # type: ignore[misc]
+            z = r / h if P is None else P.solve(r)
             rz_new = float(r @ z)
             if not (rz_new > 0 and rz > 0):  # r'z underflowed (data in float64's subnormal
                 break  # range) or is not finite: CG cannot go on; reported, never optimal
-            p = z + (rz_new / rz) * p if rg > 0 else z
+            p = z + (rz_new / rz) * p if rg > 0 and not restart else z
             rz = rz_new
         else:
             t = max_iter
