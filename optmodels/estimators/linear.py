@@ -135,7 +135,8 @@ class RidgeRegressor(_LinearRegressor):
         ``Ridge.strategies()``). One-shot sketches end as ESTIMATE, which ``fit`` reports with a
         ConvergenceWarning.
     strategy_options : the strategy's options, e.g. ``{"m": 64, "max_iter": 20}`` (sketch size
-        m, default min(256, d), chosen by the toolkit).
+        m; default min(256, d), for pcg-* a cost-model choice built only when plain CG's first
+        iterations show that it pays; see docs/strategies/sketch.md).
 
     Attributes: coef_, intercept_, n_features_in_, feature_names_in_, n_iter_, result_. Sparse
     CSR/CSC input stays sparse for every strategy (centring implicit).

@@ -22,7 +22,9 @@ Methods of :func:`solve_ridge` (``method=``):
   all iterations, step size 1 (as in the paper's experiment).
 - ``"pcg-fd"`` / ``"pcg-rfd"``: conjugate gradient on ``H x = A'b`` preconditioned by
   ``Hhat^{-1}``; one pass per iteration, converges for every gamma > 0 (Hhat is SPD), in the
-  H-norm monotonically. By default Hhat comes from a float32 (R)FD sketch of a length-squared
+  H-norm monotonically. Without ``m`` it starts as plain CG and builds the sketch only when the
+  contraction of its first iterations predicts that it pays (:func:`probe_verdict`).
+  By default Hhat comes from a float32 (R)FD sketch of a length-squared
   sample of ``min(n, 8 m)`` rows (``sketch_rows``; E[sample'sample] = A'A, and FD's bound holds
   against the sample): its accuracy changes the iteration count only, never the answer or its
   certificate (the true gradient is checked before OPTIMAL). For pcg-rfd the sketched rows are
