@@ -195,7 +195,7 @@ class Problem:
 
     def solve(
         self, strategy: str = "full", *, allow_large: bool = False, scheduler: Any = None,
-        client: Any = None, **options: Any
+        client: Any = None, verify: str = "strategy", **options: Any
     ) -> SolveResult:
         """Solve with a strategy (``"full"`` = monolithic; see ``strategies()`` for the rest).
 
@@ -207,11 +207,16 @@ class Problem:
         A full solve is checked by :func:`optmodels.guards.check_full_solve` first: refused
         above the memory budget (``allow_large=True`` lifts that), given the default time limit
         when none is passed, announced on stderr when expected to be long. The result's
-        ``extra["run"]`` records the run (:func:`run_record`)."""
+        ``extra["run"]`` records the run (:func:`run_record`).
+
+        ``verify="strategy"`` (default) certifies with what the strategy already holds;
+        ``verify="independent"`` first recomputes the objective and its bound from the returned
+        arrays (one more pass over the data; see :func:`optmodels.strategies.run_strategy`)."""
         from optmodels import guards
         from optmodels.strategies import (
             check_scheduler,
             check_strategy_options,
+            check_verify,
             options_for,
             run_strategy,
         )
@@ -219,13 +224,15 @@ class Problem:
         if not isinstance(allow_large, bool):
             raise ValueError(f"allow_large must be True or False; got {allow_large!r}.")
         check_scheduler(self, scheduler, client)
+        check_verify(verify)
         options = check_strategy_options(self.NAME, strategy, options)
         if strategy not in self.DASK_STRATEGIES:
             self.require_in_memory("The full solve" if strategy == "full"
                                    else f"Strategy {strategy!r}")
         if strategy == "full":
             options = guards.check_full_solve(self, options, allow_large=allow_large)
-        result = run_strategy(self, strategy, scheduler=scheduler, client=client, **options)
+        result = run_strategy(self, strategy, scheduler=scheduler, client=client,
+                              verify=verify, **options)
         resolved = {k: o.default for k, o in options_for(self.NAME, strategy).items()}
         resolved.update(options)
         result.extra["run"] = run_record(strategy, resolved, result)

@@ -118,6 +118,15 @@ def dask_scheduler(scheduler: Any = None, client: Any = None) -> Iterator[None]:
         yield
 
 
+def check_verify(verify: Any) -> None:
+    """ValueError unless ``verify`` is one of VERIFY_MODES."""
+    if not isinstance(verify, str) or verify not in VERIFY_MODES:
+        raise ValueError(
+            f"verify must be one of {', '.join(VERIFY_MODES)}; got {verify!r}. Use "
+            "'independent' to recompute the certificate from the returned arrays."
+        )
+
+
 def run_strategy(
     problem: Any, strategy: str, *, verify: str = "strategy", scheduler: Any = None,
     client: Any = None, **options: Any
@@ -134,11 +143,7 @@ def run_strategy(
     A strategy's internal RuntimeError (e.g. a subproblem the backend could not solve) gives
     a NUMERICAL_ERROR result without a solution whose ``raw_status`` is the message."""
     t0 = time.perf_counter()
-    if verify not in VERIFY_MODES:
-        raise ValueError(
-            f"verify must be one of {', '.join(VERIFY_MODES)}; got {verify!r}. Use "
-            "'independent' to recompute the certificate from the returned arrays."
-        )
+    check_verify(verify)
     check_scheduler(problem, scheduler, client)
     options = check_strategy_options(problem.NAME, strategy, options)
     runner = _REGISTRY[problem.NAME][strategy]

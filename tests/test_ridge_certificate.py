@@ -170,3 +170,18 @@ def test_stable_norm_against_exact_values():
     assert stable_norm(np.zeros(3)) == 0.0 and stable_norm(np.zeros(0)) == 0.0
     assert stable_norm(np.array([1.0, np.inf])) == np.inf
     assert np.isnan(stable_norm(np.array([1.0, np.nan])))
+
+
+def test_problem_solve_takes_verify(data):
+    """``verify="independent"`` reaches ``Problem.solve`` (it was refused as an unknown strategy
+    option there although the docs offer it): the same x and certificate as the strategy's
+    own, recomputed; a bad value is refused naming the choices."""
+    A, b, w = data
+    prob = Ridge(A, b, alpha=3.0, sample_weight=w)
+    own = prob.solve("pcg-rfd")
+    ind = prob.solve("pcg-rfd", verify="independent")
+    np.testing.assert_array_equal(own.x, ind.x)
+    assert ind.certified and ind.objective == pytest.approx(own.objective, rel=1e-10)
+    assert ind.bound == pytest.approx(own.bound, rel=1e-10)
+    with pytest.raises(ValueError, match="verify must be one of strategy, independent"):
+        prob.solve("pcg-rfd", verify="yes")
