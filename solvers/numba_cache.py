@@ -112,13 +112,6 @@ def _file_lock(path: str, exclusive: bool) -> Iterator[None]:
 _PARFOR_MARK = b"__numba_parfor_gufunc"
 
 
-def _start_parfor_threads() -> None:
-    """numba's ``_reload_parfors``: start the parallel backend's threads (idempotent)."""
-    from numba.np.ufunc.parallel import _launch_threads
-
-    _launch_threads()
-
-
 def _holds_parfor(libdata: Any) -> bool:
     """True when a cached library's object code or bitcode contains a parfor kernel."""
     try:
@@ -134,7 +127,9 @@ class _ParforSafeImpl(CompileResultCacheImpl):
     def rebuild(self, target_context, payload):  # noqa: ANN001 (numba's types)
         payload = tuple(payload)
         if not payload[7] and _holds_parfor(payload[0]):  # reload_init lost (see above)
-            payload = (*payload[:7], [_start_parfor_threads], *payload[8:])
+            from numba.core.typed_passes import _reload_parfors  # what numba records
+
+            payload = (*payload[:7], [_reload_parfors], *payload[8:])
         cres = super().rebuild(target_context, payload)
         cres.library._reload_init.update(cres.reload_init)  # callers compiled later inherit it
         return cres

@@ -561,19 +561,16 @@ def solve_ridge(
             return P
 
         return run.iterate(fresh, max_iter)
-    # pcg-fd / pcg-rfd
-    if probe:  # the automatic m: plain CG first, the sketch only when it pays (PROBE_*)
-        def build() -> SketchPreconditioner:
-            P, run.rho = run.timed_sketch(fd_sketch)
-            return P
-
-        res = run.pcg(None, max_iter, build)
-    else:
+    # pcg-fd / pcg-rfd; with the automatic m plain CG first, the sketch only when it pays
+    def build() -> SketchPreconditioner:
         P, run.rho = run.timed_sketch(fd_sketch)
-        res = run.pcg(P, max_iter)
-    sketched = bool(seen) or sketch is not None
-    res.extra.update(m=m if sketched else 0, sketch_rows=(seen[0] if seen else n) if sketched
-                     else 0)
+        return P
+
+    res = run.pcg(None, max_iter, build) if probe else run.pcg(build(), max_iter)
+    if seen or sketch is not None:
+        res.extra.update(m=m, sketch_rows=seen[0] if seen else n)
+    else:  # the probe built no sketch
+        res.extra.update(m=0, sketch_rows=0)
     return res
 
 
