@@ -297,6 +297,24 @@ def test_every_result_records_its_run(name):
     assert set(run["threads"]) == {"pools", "highs_threads"}
 
 
+def test_run_record_versions_are_those_loaded(monkeypatch):
+    """A loaded library's version is its module's (highspy, without __version__, from its
+    package metadata); one this process has not imported took no part and reads None."""
+    import sys
+    from importlib import metadata
+
+    import highspy
+
+    from optmodels.problem import library_versions
+
+    monkeypatch.delitem(sys.modules, "ecos", raising=False)
+    versions = library_versions()
+    assert versions["ecos"] is None
+    assert versions["numpy"] == np.__version__
+    assert versions["highspy"] == metadata.version("highspy")
+    assert not hasattr(highspy, "__version__") or versions["highspy"] == highspy.__version__
+
+
 def test_run_record_keeps_the_seed_and_backend_threads():
     lad = LAD(*_regression())
     res = lad.solve(options={"threads": 1})

@@ -864,8 +864,8 @@ def solve_dual_batched(
     qa = grad - lin - hp
     objective = float(0.5 * alpha @ qa + lin @ alpha + hval.sum())
     converged = m_up - m_low <= tol and status != STATUS_ITERATION_LIMIT
-    history = [{"iteration": int(s), "violation": float(max(v, 0.0))}
-               for s, v in trace if s >= 0]
+    used = trace[trace[:, 0] >= 0]  # unused slots hold -1 (filtered in numpy, as the core's)
+    history = [{"iteration": int(s), "violation": max(v, 0.0)} for s, v in used.tolist()]
     return BatchedDualSolution(
         alpha, grad, int(steps), bool(converged), m_up, m_low, objective, qa,
         stalled=status == STATUS_STALLED and not converged, kernel_evals=int(evals),
