@@ -277,3 +277,35 @@ def test_klr_unchanged_by_shrinking(unit):
     assert on.iterations == off.iterations and on.kernel_evals == off.kernel_evals
     np.testing.assert_array_equal(on.alpha, off.alpha)
     np.testing.assert_array_equal(on.grad, off.grad)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_fill_and_update_against_the_kernel_matrix(dtype):
+    """The fused pass writes the new columns Q_:t = y y_t k(X, x_t) into their slots and adds
+    sum_k d_k Q_:t_k over the new and the already cached columns to G, with the entries as
+    cached (float32 slots: G takes the rounded entries). n spans several row blocks and ends
+    in a partial one."""
+    from solvers.smo.batched import ROW_BLOCK, _fill_and_update
+
+    n, p = 3 * ROW_BLOCK + 77, 4
+    X, y = clouds(n, p=p, seed=5)
+    K = Kernel("rbf", gamma=0.3)(X, X)
+    Q = (y[:, None] * y[None, :] * K).astype(dtype)
+    cached = np.array([2, 900], dtype=np.int64)  # columns already in slots 0 and 1
+    new = np.array([5, 1000, n - 1], dtype=np.int64)  # to slots 4, 3, 2
+    Kc = np.full((5, n), np.nan, dtype=dtype)
+    Kc[0], Kc[1] = Q[:, cached[0]], Q[:, cached[1]]
+    new_slots = np.array([4, 3, 2], dtype=np.int64)
+    moved = np.array([0, 4, 1, 2], dtype=np.int64)  # slots of the moved variables
+    d = np.array([0.5, -1.25, 2.0, 0.75])
+    grad0 = np.random.default_rng(6).normal(size=n)
+    grad = grad0.copy()
+    XT = np.ascontiguousarray(X.T)
+    _fill_and_update(1, XT, (X * X).sum(1), 0.3, 0.0, 3, y, new, new_slots, 3, Kc, np.empty(n),
+                     grad, moved, d, 4)
+    for t, s in zip(new, new_slots, strict=True):
+        np.testing.assert_allclose(Kc[s], Q[:, t], rtol=4e-7 if dtype == np.float32 else 1e-14,
+                                   atol=0)
+    expect = grad0 + Kc[moved].astype(float).T @ d
+    np.testing.assert_allclose(grad, expect, rtol=1e-13, atol=1e-13)
+    assert not np.isnan(Kc[[0, 1]]).any()
