@@ -309,3 +309,19 @@ def test_fill_and_update_against_the_kernel_matrix(dtype):
     expect = grad0 + Kc[moved].astype(float).T @ d
     np.testing.assert_allclose(grad, expect, rtol=1e-13, atol=1e-13)
     assert not np.isnan(Kc[[0, 1]]).any()
+
+
+def test_ranked_against_a_sort():
+    """The working set's ranking: the (at most) k largest keys above -inf, largest first, ties
+    by index, as a full lexicographic sort gives them, on keys with many ties and -inf."""
+    from solvers.smo.batched import _ranked
+
+    rng = np.random.default_rng(8)
+    for trial in range(300):
+        n = int(rng.integers(1, 300))
+        key = rng.integers(0, 4, size=n).astype(float) if trial % 2 else rng.normal(size=n)
+        key[rng.random(n) < 0.3] = -np.inf
+        k = int(rng.integers(0, n + 3))
+        finite = np.flatnonzero(key > -np.inf)
+        expect = finite[np.lexsort((finite, -key[finite]))][:k]
+        np.testing.assert_array_equal(_ranked(key, k), expect)

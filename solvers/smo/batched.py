@@ -205,30 +205,59 @@ def _cache_columns(W, nw, slot_of, col_in, tick, clock, need, need_slot):
 
 
 # ---------------------------------------------------------------- working set
+@njit_cached(inline="always")
+def _worse(va, ia, vb, ib):
+    """(va, ia) ranks after (vb, ib): a smaller key, or the same key at a larger index."""
+    return va < vb or (va == vb and ia > ib)
+
+
 @njit_cached()
 def _ranked(key, k):
-    """Indices of the (at most) k largest keys above -inf, largest first (ties by index)."""
-    n = key.shape[0]
-    cnt = 0
-    for t in range(n):
-        if key[t] > -np.inf:
-            cnt += 1
-    k = min(k, cnt)
-    if k == 0:
-        return np.empty(0, np.int64)
-    thr = np.partition(key, n - k)[n - k]
-    m = 0
-    for t in range(n):
-        if key[t] >= thr and key[t] > -np.inf:
-            m += 1
-    idx = np.empty(m, np.int64)
-    m = 0
-    for t in range(n):
-        if key[t] >= thr and key[t] > -np.inf:
-            idx[m] = t
-            m += 1
-    order = np.argsort(-key[idx], kind="mergesort")
-    return idx[order[:k]]
+    """Indices of the (at most) k largest keys above -inf, largest first (ties by index).
+
+    One pass keeps the best k seen in a binary heap whose root is the worst of them (a key
+    equal to the root's comes at a larger index, so it ranks after it and is skipped); the k
+    kept are then sorted. Measured at n = 5*10^4, k = 384: 0.8 ms with numba's np.partition
+    (about 20x numpy's own), the whole working-set selection 2.1 ms per outer step.
+    """
+    hv = np.empty(max(k, 1))
+    hi = np.empty(max(k, 1), np.int64)
+    size = 0
+    for t in range(key.shape[0]):
+        v = key[t]
+        if not v > -np.inf or k == 0:
+            continue
+        if size < k:  # insert at the end, sift up past better parents
+            pos = size
+            size += 1
+            while pos > 0:
+                parent = (pos - 1) >> 1
+                if not _worse(v, t, hv[parent], hi[parent]):
+                    break
+                hv[pos] = hv[parent]
+                hi[pos] = hi[parent]
+                pos = parent
+        elif v > hv[0]:  # replace the root, sift down past worse children
+            pos = 0
+            while True:
+                c = 2 * pos + 1
+                if c >= size:
+                    break
+                if c + 1 < size and _worse(hv[c + 1], hi[c + 1], hv[c], hi[c]):
+                    c += 1
+                if not _worse(hv[c], hi[c], v, t):
+                    break
+                hv[pos] = hv[c]
+                hi[pos] = hi[c]
+                pos = c
+        else:
+            continue
+        hv[pos] = v
+        hi[pos] = t
+    by_index = np.argsort(hi[:size])
+    idx = hi[:size][by_index]
+    order = np.argsort(-hv[:size][by_index], kind="mergesort")
+    return idx[order]
 
 
 @njit_cached()
