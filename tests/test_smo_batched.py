@@ -325,3 +325,29 @@ def test_ranked_against_a_sort():
         finite = np.flatnonzero(key > -np.inf)
         expect = finite[np.lexsort((finite, -key[finite]))][:k]
         np.testing.assert_array_equal(_ranked(key, k), expect)
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32])
+def test_subproblem_block_equals_the_columns_it_anticipates(dtype):
+    """Q_WW of a column not yet computed (its entries at W, computed directly) holds exactly
+    what the column computed afterwards by the fill holds at W; a cached column is read."""
+    from solvers.smo.batched import _block_ww, _fill_and_update
+
+    n, p, nw = 700, 6, 24
+    X, y = clouds(n, p=p, seed=9)
+    XT, sqn = np.ascontiguousarray(X.T), (X * X).sum(1)
+    W = np.random.default_rng(10).choice(n, nw, replace=False).astype(np.int64)
+    slots = np.arange(nw, dtype=np.int64)
+    Kc = np.zeros((nw, n), dtype=dtype)
+    fresh = np.full(n, -1, dtype=np.int64)
+    fresh[W[::2]] = 3  # new in outer step 3; the others are cached
+    cached = W[1::2]
+    _fill_and_update(1, XT, sqn, 0.4, 0.0, 3, y, cached, slots[1::2], cached.size, Kc,
+                     np.empty(n), np.zeros(n), slots, np.zeros(nw), 0)
+    Qw = np.full((nw, nw), np.nan)
+    evals = _block_ww(1, XT, sqn, 0.4, 0.0, 3, y[W], W, nw, slots, fresh, 3, Kc, Qw,
+                      np.empty((p, nw)), np.empty(nw), np.empty(nw, dtype=dtype), np.empty(nw))
+    assert evals == nw * W[::2].size
+    _fill_and_update(1, XT, sqn, 0.4, 0.0, 3, y, W[::2].copy(), slots[::2].copy(), W[::2].size,
+                     Kc, np.empty(n), np.zeros(n), slots, np.zeros(nw), 0)
+    np.testing.assert_array_equal(Qw, Kc[:, W].T.astype(float))

@@ -204,6 +204,57 @@ def _cache_columns(W, nw, slot_of, col_in, tick, clock, need, need_slot):
     return count
 
 
+@njit_cached(fastmath=FASTMATH)
+def _block_ww(kind, XT, sqn, gamma, coef0, degree, yw, W, nw, sl, fresh, outer, Kc, Qw, XWT,
+              sqw, wcol, buf):
+    """Qw[:nw, :nw] = Q_WW: column r from its cache slot sl[r], or, when W[r]'s column is new
+    in this outer step (fresh[W[r]] == outer) and not computed yet, its nw entries at W
+    computed here, with the fill's code and flags and in the cache's precision (wcol), as the
+    column will hold them. XWT / sqw receive W's rows of X (p x nw) and squared norms. Returns
+    the kernel entries computed."""
+    p = XT.shape[0]
+    evals = 0
+    gathered = False
+    for r in range(nw):
+        if fresh[W[r]] == outer:
+            if not gathered:
+                for i in range(p):
+                    for k in range(nw):
+                        XWT[i, k] = XT[i, W[k]]
+                for k in range(nw):
+                    sqw[k] = sqn[W[k]]
+                gathered = True
+            _fill_contiguous(kind, XWT, 0, nw, sqw[:nw], gamma, coef0, degree, yw[:nw], yw[r],
+                             XWT[:, r], sqw[r], wcol[:nw], buf[:nw])
+            evals += nw
+            for k in range(nw):
+                Qw[k, r] = wcol[k]
+        else:
+            col = Kc[sl[r]]
+            for k in range(nw):
+                Qw[k, r] = col[W[k]]
+    return evals
+
+
+@njit_cached()
+def _keep_moved(need, need_slot, cnt, moved, slot_of, col_in, tick):
+    """Keep in need[:count] / need_slot[:count] the new columns whose variable moved (only those
+    are computed); a slot of one that did not move goes back to the cache, first in line for
+    reuse. Returns count."""
+    count = 0
+    for k in range(cnt):
+        t = need[k]
+        if moved[t]:
+            need[count] = t
+            need_slot[count] = need_slot[k]
+            count += 1
+        else:
+            slot_of[t] = -1
+            col_in[need_slot[k]] = -1
+            tick[need_slot[k]] = 0
+    return count
+
+
 # ---------------------------------------------------------------- working set
 @njit_cached(inline="always")
 def _worse(va, ia, vb, ib):
@@ -765,25 +816,8 @@ def _batched_loop(kind, XT, sqn, gamma, coef0, degree, y, lo, up, lin, ent, cent
             low[k], upw[k], cw[k], qdw[k] = la[t], ua[t], ca[t], qda[t]
             if ent:
                 hw[k] = _hpp(aa[t], ba[t])
-        if cnt > 0:  # W's rows of X and their squared norms, contiguous (p x nw)
-            for r in range(p):
-                for k in range(nw):
-                    XWT[r, k] = XTa[r, W[k]]
-            for k in range(nw):
-                sqw[k] = sa[W[k]]
-        for r in range(nw):
-            t = W[r]
-            if fresh[t] == outer:  # not computed yet: its entries at W only, in the cache's
-                # precision, as the column will hold them
-                _fill_contiguous(kind, XWT, 0, nw, sqw[:nw], gamma, coef0, degree,
-                                 yw[:nw], yw[r], XWT[:, r], sqw[r], wcol[:nw], buf[:nw])
-                evals += nw
-                for k in range(nw):
-                    Qw[k, r] = wcol[k]
-            else:
-                col = Kc[sl[r]]
-                for k in range(nw):
-                    Qw[k, r] = col[W[k]]
+        evals += _block_ww(kind, XTa, sa, gamma, coef0, degree, yw, W, nw, sl, fresh, outer,
+                           Kc, Qw, XWT, sqw, wcol, buf)
         stop = max(tol, inner_factor * (gmax - gmin))
         cap = min(inner_steps, max_iter - steps)
         s, stalled = _inner_smo(Qw[:nw, :nw], yw[:nw], aw[:nw], bw[:nw], gw[:nw], low[:nw],
@@ -804,17 +838,7 @@ def _batched_loop(kind, XT, sqn, gamma, coef0, degree, y, lo, up, lin, ent, cent
                     tc[ntc] = act[t]
                     tdc[ntc] = dc
                     ntc += 1
-        nfill = 0
-        for k in range(cnt):  # a new column is computed only when its variable moved
-            t = need[k]
-            if moved[t]:
-                need[nfill] = t
-                need_slot[nfill] = need_slot[k]
-                nfill += 1
-            else:  # the slot goes back to the cache, first in line for reuse
-                slot_of[t] = -1
-                col_in[need_slot[k]] = -1
-                tick[need_slot[k]] = 0
+        nfill = _keep_moved(need, need_slot, cnt, moved, slot_of, col_in, tick)
         for k in range(nw):
             moved[W[k]] = False
         if nfill > 0 or nnz > 0:  # the new columns, and G += Q_:W d, in one pass
