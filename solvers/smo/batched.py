@@ -272,12 +272,14 @@ def _ranked(key, k):
     threshold from numba's np.partition (about 10x slower than numpy's own); the whole
     working-set selection 2.1 -> 0.67 ms per outer step.
     """
-    hv = np.empty(max(k, 1))
-    hi = np.empty(max(k, 1), np.int64)
+    if k <= 0:
+        return np.empty(0, np.int64)
+    hv = np.empty(k)
+    hi = np.empty(k, np.int64)
     size = 0
     for t in range(key.shape[0]):
         v = key[t]
-        if not v > -np.inf or k == 0:
+        if not v > -np.inf:
             continue
         if size < k:  # insert at the end, sift up past better parents
             pos = size
