@@ -319,25 +319,36 @@ def bench_first_fit(lines, reps=3):
 
 
 def bench_klr_vs_svm(n, lines):
-    """KLR and SVM by SMO on the same data (whole solve calls); goal KLR within 3x of SVM."""
+    """KLR and SVM by SMO on the same data (whole solve calls); goal KLR within 3x of SVM.
+
+    The SVM at tol 1e-3 (refined until certified); KLR at its default (tol None: stop as soon
+    as the certificate holds) and at tol 1e-3 (the violation rule, as before)."""
     from optmodels import KLR, SVM
 
     X, y = clouds(n, 1.5, seed=40)
     rs, ts, cs = timed_cpu(SVM(X, y, C=1.0, kernel="rbf", gamma=GAMMA).solve, "smo", tol=1e-3,
                            cache_mb=200)
-    rk, tk, ck = timed_cpu(KLR(X, y, C=1.0, kernel="rbf", gamma=GAMMA).solve, "smo", tol=1e-3,
-                           cache_mb=200)
-    lines += [f"## KLR fit vs SVM fit by SMO, same data (clouds n = {n:,}, RBF, C = 1, tol 1e-3,"
-              " cache 200 MB); goal KLR/SVM <= 3", "",
+    klr = KLR(X, y, C=1.0, kernel="rbf", gamma=GAMMA)
+    runs = [("default (stop on the certificate)", timed_cpu(klr.solve, "smo", cache_mb=200)),
+            ("tol 1e-3", timed_cpu(klr.solve, "smo", tol=1e-3, cache_mb=200))]
+
+    def status(r):
+        return "certified" if r.certified else r.termination.value
+
+    lines += [f"## KLR fit vs SVM fit by SMO, same data (clouds n = {n:,}, RBF, C = 1, "
+              "cache 200 MB); goal KLR/SVM <= 3", "",
+              f"SVM at tol 1e-3: {ts:.2f} s ({cs:.2f} s CPU), {status(rs)}, "
+              f"{rs.iterations:,} pair steps, relative gap {rs.gap:.1e}", "",
               f"(wall seconds, process CPU seconds in brackets; 1-min load average after: "
               f"{os.getloadavg()[0]:.1f})", "",
-              "| n | SVM solve s | KLR solve s | ratio KLR/SVM | SVM status | KLR status "
-              "| SVM iterations | KLR iterations |", "|---|---|---|---|---|---|---|---|",
-              f"| {n:,} | {ts:.2f} ({cs:.2f}) | {tk:.2f} ({ck:.2f}) | {tk / ts:.2f} | "
-              f"{'certified' if rs.certified else rs.termination.value} | "
-              f"{'certified' if rk.certified else rk.termination.value} | {rs.iterations} | "
-              f"{rk.iterations} |", ""]
-    print("\n".join(lines[-6:]), flush=True)
+              "| KLR call | KLR solve s | ratio KLR/SVM | KLR status | stopped by | pair steps "
+              "| relative gap |", "|---|---|---|---|---|---|---|"]
+    for label, (rk, tk, ck) in runs:
+        lines.append(f"| {label} | {tk:.2f} ({ck:.2f}) | {tk / ts:.2f} | {status(rk)} | "
+                     f"{rk.extra['stopping_rule']['stopped_by']} | {rk.iterations:,} | "
+                     f"{rk.gap:.1e} |")
+    lines.append("")
+    print("\n".join(lines[-(len(runs) + 8):]), flush=True)
 
 
 CLI_REPS = 5

@@ -303,7 +303,11 @@ BLOCK_SVM = table(
     _verbose(),
 )
 SMO_KLR = table(
-    _tol(1e-6, _SMO_TOL, "tau"), _CACHE_MB, _SHRINKING,
+    Option("tol", "float", None,
+           "stop when max_{I_up} m - min_{I_low} m <= tol; default: stop as soon as the "
+           "relative duality gap (checked in the loop) is within the certificate tolerance, at "
+           "the latest at violation 1e-6", "tau", low=0.0, closed="neither", none_ok=True),
+    _CACHE_MB, _SHRINKING,
     _max_iter(10_000_000, "SMO steps (ITERATION_LIMIT when reached)"), _ALPHA0,
     Option("sparse_tol", "float", 1e-3,
            "row i is support when alpha_i > gamma_i + sparse_tol * C_i", low=0.0),

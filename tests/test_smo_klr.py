@@ -309,3 +309,51 @@ def test_kernel_cache_path_agrees_with_full_matrix():
     assert c64.objective == pytest.approx(full.objective, rel=1e-10)
     assert c32.objective == pytest.approx(full.objective, rel=1e-6)
     assert c32.termination is TerminationCondition.OPTIMAL
+
+
+@pytest.mark.parametrize("bound_tol", [None, 0.2])
+def test_in_loop_gap_equals_the_certificate_functions(bound_tol):
+    """The compiled loops' gap estimate (core._klr_gap) against the numpy certificate that
+    decides OPTIMAL, at a feasible alpha far from optimal and several b (S-KLR's bounds make
+    the clipped branch of the loss occur)."""
+    from solvers.smo.certificate import klr_objective, klr_primal
+    from solvers.smo.core import _klr_gap, entropy_terms
+
+    n, C, lam = 80, 2.0, 1.5
+    X, y = clouds(n, seed=31)
+    K = RBF(X, X)
+    Ci = C * np.random.default_rng(3).uniform(0.5, 2.0, n)
+    g = (bound_tol or 1e-12) * Ci / C
+    lo, up = g, Ci - g
+    alpha = np.random.default_rng(4).uniform(lo, up)
+    qa = y * (K @ (alpha * y))
+    lin = np.full(n, -lam)
+    grad = qa + lin + entropy_terms(alpha, Ci)[1]
+    f_ref = klr_objective(alpha, qa, lam, Ci)
+    for b in (-3.0, 0.0, 0.7, 25.0):
+        f, gap = _klr_gap(y, alpha, Ci - alpha, grad, lin, lo, up, Ci, b)
+        gap_ref = f_ref + klr_primal(alpha, qa, y, lam, Ci, lo, up, b)
+        assert f == pytest.approx(f_ref, rel=1e-12)
+        assert gap == pytest.approx(gap_ref, rel=1e-10, abs=1e-10 * abs(f_ref))
+        assert gap > 0
+
+
+@pytest.mark.parametrize(("n", "lam", "bound_tol"), [(400, 0.0, None), (3000, 1.0, 0.01)])
+def test_default_tol_stops_on_the_certificate(n, lam, bound_tol):
+    """tol=None (the default) stops once the gap certifies, before the violation rule's 1e-6:
+    same optimum as a run to violation 1e-10 (within the certificate), fewer steps, certified;
+    pairwise SMO at n = 400, the batched solver at 3000."""
+    X, y = clouds(n, p=3, seed=5)
+    kw = dict(C=1.0, lam=lam, bound_tol=bound_tol, kernel=RBF)
+    auto = smo_klr(X, y, **kw)
+    tight = smo_klr(X, y, tol=1e-10, **kw)
+    by_tol = smo_klr(X, y, tol=1e-6, **kw)
+    rule = auto.extra["stopping_rule"]
+    assert rule["stopped_by"] == "gap" and rule["tol_requested"] is None
+    assert auto.certified and auto.gap <= 0.5e-6
+    assert auto.extra["max_violation"] > 1e-6  # stopped before the violation rule would
+    assert auto.iterations < by_tol.iterations
+    assert by_tol.extra["stopping_rule"]["stopped_by"] == "tol"
+    assert by_tol.extra["max_violation"] <= 1e-6
+    assert tight.certified
+    assert 0 <= auto.objective - tight.objective <= 1e-6 * auto.scale

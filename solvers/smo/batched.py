@@ -37,7 +37,9 @@ Outer step k:
   a variable that did not move goes back to the cache. Measured at n = 5*10^4 (clouds, RBF):
   the SVM's kernel values 2.96e9 -> 2.63e9, KLR's the same (its every variable moves).
 * Stop when v <= tol (converged); when the pair steps taken reach ``max_iter`` (not
-  converged); when a subproblem takes no step (stalled, as the core's NUMERICAL_ERROR).
+  converged); when a subproblem takes no step (stalled, as the core's NUMERICAL_ERROR); for
+  KLR given ``gap_scale``, also when the gap estimate at the midpoint b, every GAP_EVERY
+  outer steps, is within GAP_STOP_SHARE of CERTIFICATE_TOL (converged, ``gap_stopped``).
 
 Kernel entries per outer step: n per column missing from the cache whose variable moved, plus
 q per missing column for Q_WW (the core computes at most two columns of length n per pair
@@ -84,9 +86,12 @@ import numba
 import numpy as np
 
 from solvers.numba_cache import njit_cached
+from solvers.result import CERTIFICATE_TOL
 from solvers.smo.core import (
     FASTMATH,
+    GAP_STOP_SHARE,
     STATUS_CONVERGED,
+    STATUS_GAP,
     STATUS_ITERATION_LIMIT,
     STATUS_STALLED,
     TAU,
@@ -94,10 +99,12 @@ from solvers.smo.core import (
     _column_cache,
     _entropy_update,
     _fill_contiguous,
+    _gap_reached,
     _hp,
     _hpp,
     _in_low,
     _in_up,
+    _klr_gap,
     _pair_values,
     _shrinkable,
     entropy_terms,
@@ -113,6 +120,9 @@ stay in the L1 / L2 cache while every missing column is computed on them)."""
 SHRINK_EVERY = 1000
 """Pair steps between shrinking checks (LIBSVM: min(n, 1000) iterations); a check runs before
 the working set of the outer step that reaches them."""
+GAP_EVERY = 10
+"""Outer steps between gap checks of a KLR run given ``gap_scale`` (one check is O(n) exp / log
+evaluations, about a tenth of an outer step's kernel work at n = 5*10^4)."""
 SHRINK_MIN_FRACTION = 0.05
 """A check shrinks only when it can drop at least this fraction of the active variables (each
 shrink compacts the data and the cached columns)."""
@@ -686,12 +696,14 @@ def _shrink(kind, XT, sqn, y, gamma, coef0, degree, lin, ent, alpha, beta, grad,
 @njit_cached()
 def _batched_loop(kind, XT, sqn, gamma, coef0, degree, y, lo, up, lin, ent, cent,
                   alpha, beta, grad, qd, tol, max_iter, q, n_keep, inner_factor, inner_steps,
-                  shrink_every, min_drop, Kc, trace, verbose):
+                  shrink_every, min_drop, Kc, trace, verbose, gap_scale, gap_rel):
     """Run the batched SMO in place on alpha / beta / grad. ``Kc``: the column cache
     (n_slots >= q rows of length n), or Q itself for kind 3 (never shrunk). ``trace[k]`` =
     (pair steps so far, violation on the active set) of outer step k while it has room.
     Shrinking (``shrink_every`` > 0, not for kind 3): a check every min(n, shrink_every) pair
     steps, which shrinks when it can drop at least ``min_drop`` times the active variables.
+    ``gap_scale`` > 0 (KLR): every GAP_EVERY outer steps, with every variable active, stop
+    (STATUS_GAP) once the gap estimate at the midpoint b passes ``gap_rel`` (as the core's).
     Returns (outer steps, pair steps, status, kernel entries, reconstructions).
 
     The loop works on compacted copies of the active variables (index k <-> row act[k]);
@@ -796,6 +808,12 @@ def _batched_loop(kind, XT, sqn, gamma, coef0, degree, y, lo, up, lin, ent, cent
         if outer < trace.shape[0]:
             trace[outer, 0] = steps
             trace[outer, 1] = gmax - gmin
+        if (gap_scale > 0.0 and outer % GAP_EVERY == 0 and outer > 0 and n_act == n
+                and gmax - gmin > tol):
+            f, gap = _klr_gap(ya, aa, ba, ga, lin, la, ua, ca, 0.5 * (gmax + gmin))
+            if _gap_reached(f, gap, gap_scale, gap_rel):
+                status = STATUS_GAP
+                break
         if gmax - gmin <= tol:
             if n_act < n:  # the final un-shrink check: re-select on all variables
                 rebuild = True
@@ -901,6 +919,7 @@ def solve_dual_batched(
     cache_dtype: str = "auto",
     verbose: bool = False,
     cache: object | None = None,
+    gap_scale: float = 0.0,
 ) -> BatchedDualSolution:
     """Minimise 1/2 a'Qa + p'a + sum h_i(a_i) s.t. y'a = 0, l <= a <= u by batched SMO.
 
@@ -920,6 +939,8 @@ def solve_dual_batched(
         Cap on one subproblem's pair steps (default 10 q).
     cache_mb : float
         Budget of the column cache (at least q columns are kept whatever the budget).
+    gap_scale : float
+        As :func:`solvers.smo.core.solve_dual`'s (checked every GAP_EVERY outer steps).
     """
     del cache
     y = np.ascontiguousarray(y, dtype=float)
@@ -954,18 +975,20 @@ def solve_dual_batched(
         spec.kind, spec.X, spec.sqnorm, spec.gamma, spec.coef0, spec.degree, y, lo, up, lin,
         ent, cent, alpha, beta, grad, qd, float(tol), int(max_iter), q,
         int(math.floor(keep * q)), float(inner_factor), cap,
-        SHRINK_EVERY if shrinking else 0, float(SHRINK_MIN_FRACTION), Kc, trace, bool(verbose))
+        SHRINK_EVERY if shrinking else 0, float(SHRINK_MIN_FRACTION), Kc, trace, bool(verbose),
+        float(gap_scale) if ent else 0.0, GAP_STOP_SHARE * CERTIFICATE_TOL)
     m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
     hval, hp = entropy_terms(alpha, cent, beta) if ent else (np.zeros(1), 0.0)
     qa = grad - lin - hp
     objective = float(0.5 * alpha @ qa + lin @ alpha + hval.sum())
-    converged = m_up - m_low <= tol and status != STATUS_ITERATION_LIMIT
+    converged = status == STATUS_GAP or (m_up - m_low <= tol and status != STATUS_ITERATION_LIMIT)
     used = trace[trace[:, 0] >= 0]  # unused slots hold -1 (filtered in numpy, as the core's)
     history = [{"iteration": int(s), "violation": max(v, 0.0)} for s, v in used.tolist()]
     return BatchedDualSolution(
         alpha, grad, int(steps), bool(converged), m_up, m_low, objective, qa,
         stalled=status == STATUS_STALLED and not converged, kernel_evals=int(evals),
-        reconstructions=int(rebuilds), history=history, outer_iterations=int(outer))
+        reconstructions=int(rebuilds), history=history, outer_iterations=int(outer),
+        gap_stopped=status == STATUS_GAP)
 
 
 __all__ = ["BatchedDualSolution", "solve_dual_batched"]

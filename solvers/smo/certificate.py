@@ -218,10 +218,14 @@ def certified_status(termination, status, cert: Certificate):
     return verdict(termination, status, cert.gap, cert.roundoff)
 
 
-def stopping_rule(violation: float, tol: float, tol_requested: float, rounds: int,
-                  cert: Certificate) -> dict:
+def stopping_rule(violation: float, tol: float, tol_requested: float | None, rounds: int,
+                  cert: Certificate, stopped_by: str = "tol") -> dict:
     """What ``extra['stopping_rule']`` records: the violation met, the tolerance it was held to
-    (after ``rounds`` refinements of ``tol_requested``) and the relative gap reached."""
+    (after ``rounds`` refinements of ``tol_requested``; None: KLR's stop on the certificate),
+    the relative gap reached and what stopped the last run (``"tol"``: the violation;
+    ``"gap"``: KLR's in-loop gap check)."""
     return {"max_violation": float(violation), "tol": float(tol),
-            "tol_requested": float(tol_requested), "refinements": int(rounds),
-            "gap": float(cert.gap), "certificate_tol": CERTIFICATE_TOL}
+            "tol_requested": None if tol_requested is None else float(tol_requested),
+            "refinements": int(rounds),
+            "gap": float(cert.gap), "certificate_tol": CERTIFICATE_TOL,
+            "stopped_by": stopped_by}

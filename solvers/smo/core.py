@@ -58,6 +58,7 @@ import numba
 import numpy as np
 
 from solvers.numba_cache import njit_cached
+from solvers.result import CERTIFICATE_TOL
 from solvers.smo.qmatrix import KIND_MATRIX, KernelQMatrix, QMatrix, cache_slots
 
 TAU = 1e-12
@@ -75,7 +76,13 @@ whole column (contiguous): 0.88 vs 0.34 ms for 4.9*10^4 of 5*10^4 rows (RBF, p =
 more than n / GATHER_COST rows are active a missing column is computed whole (and is then
 complete for later reconstructions)."""
 
-STATUS_CONVERGED, STATUS_ITERATION_LIMIT, STATUS_STALLED = 0, 1, 2
+STATUS_CONVERGED, STATUS_ITERATION_LIMIT, STATUS_STALLED, STATUS_GAP = 0, 1, 2, 3
+GAP_STOP_SHARE = 0.5
+"""A KLR run given ``gap_scale`` stops once its in-loop gap estimate is within this share of
+CERTIFICATE_TOL (relative to the gap scale), so the certificate computed afterwards at the
+best b (a gap no larger) holds with room for round-off."""
+GAP_EVERY_PAIRS = 1000
+"""Pair steps between the pairwise loop's gap checks (min(n, this)); one check is O(n)."""
 
 
 # ---------------------------------------------------------------- problem-specific terms
@@ -89,6 +96,64 @@ def _hp(a, b):
 def _hpp(a, b):
     """h''(a) = 1/a + 1/(C - a), b = C - a."""
     return 1.0 / a + 1.0 / b
+
+
+@njit_cached()
+def _entropy_value(a, b, c):
+    """h(a) = a log(a / C) + (C - a) log((C - a) / C), b = C - a (0 log 0 = 0)."""
+    out = 0.0
+    if a > 0.0:
+        out += a * math.log(a / c)
+    if b > 0.0:
+        out += b * math.log(b / c)
+    return out
+
+
+@njit_cached()
+def _klr_gap(y, alpha, beta, grad, lin, lo, up, cent, b):
+    """(f(alpha), f(alpha) + P(w(alpha), b)) of the KLR dual from the loop's gradient, in O(n).
+
+    The same quantities as :mod:`solvers.smo.certificate` (its numpy functions certify the
+    result; this copy lets the compiled loops stop once the gap is small, and a test holds the
+    two equal): qa = G - p - h'(alpha), t_i = qa_i + y_i b, z_i = -p_i - t_i,
+    f = sum_i 1/2 alpha_i qa_i + h_i(alpha_i) + p_i alpha_i and
+    gap(b) = sum_i alpha_i qa_i + h_i(alpha_i) + p_i alpha_i + loss_i(t_i), where
+    loss_i = C_i log(1 + e^z_i) when a* = C_i sigma(z_i) lies in [l_i, u_i], else
+    a* z_i - h_i(a*) at the clipped a*. Any b bounds the gap at the best b from above.
+    """
+    f = 0.0
+    gap = 0.0
+    for i in range(y.shape[0]):
+        a = alpha[i]
+        c = cent[i]
+        h = _entropy_value(a, beta[i], c)
+        qa = grad[i] - lin[i] - _hp(a, beta[i])
+        z = -lin[i] - (qa + y[i] * b)
+        if z >= 0.0:
+            free = c / (1.0 + math.exp(-z))
+            soft = z + math.log1p(math.exp(-z))
+        else:
+            ez = math.exp(z)
+            free = c * ez / (1.0 + ez)
+            soft = math.log1p(ez)
+        if free < lo[i]:
+            loss = lo[i] * z - _entropy_value(lo[i], c - lo[i], c)
+        elif free > up[i]:
+            loss = up[i] * z - _entropy_value(up[i], c - up[i], c)
+        else:
+            loss = c * soft
+        f += 0.5 * a * qa + h + lin[i] * a
+        gap += a * qa + h + lin[i] * a + loss
+    return f, gap
+
+
+@njit_cached()
+def _gap_reached(f, gap, gap_scale, gap_rel):
+    """gap <= gap_rel * min(gap_scale, max(|f|, |f - gap|)) (the certificate's scale rule,
+    :func:`solvers.result.objective_scale`)."""
+    top = max(abs(f), abs(f - gap))
+    scale = min(gap_scale, top) if top > 0.0 else gap_scale
+    return gap <= gap_rel * scale
 
 
 @njit_cached()
@@ -478,7 +543,7 @@ def _grad_update(grad, col_i, col_j, dai, daj, act, n_act):
 @njit_cached()
 def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, slot_of, col_in, sgen, tick, clock,
               inl, miss, warm, y, lo, up, lin, ent, cent, alpha, beta, grad, gbar, qd,
-              tol, max_iter, shrinking, verbose, trace_it, trace_v):
+              tol, max_iter, shrinking, verbose, trace_it, trace_v, gap_scale, gap_rel):
     """Run SMO in place on ``alpha`` / ``beta`` (= C - alpha, entropy only) / ``grad``.
 
     ``trace_it`` / ``trace_v`` receive (iteration, violation on the active set) at iterations
@@ -490,8 +555,13 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, slot_of, col_in, sgen, tic
     reuses the cached columns. ``warm``: ``gbar`` already holds G_bar for ``alpha`` (a
     continued run), else it is zero and is accumulated here.
 
+    ``gap_scale`` > 0 (KLR only): every min(n, GAP_EVERY_PAIRS) pair steps, with every
+    variable active, the loop also stops (status 3) once :func:`_klr_gap` at the midpoint b of
+    m_up, m_low passes :func:`_gap_reached` with ``gap_rel`` against ``gap_scale``.
+
     Returns (iterations, status, gradient reconstructions, kernel entries computed); status 0
-    converged, 1 iteration limit, 2 stalled (the chosen pair could not move in floating point).
+    converged, 1 iteration limit, 2 stalled (the chosen pair could not move in floating point),
+    3 the gap estimate is within ``gap_rel``.
     """
     n = y.shape[0]
     slots = Qm  # the column cache (float32 or float64), or the whole Q for kind 3
@@ -519,6 +589,8 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, slot_of, col_in, sgen, tic
     next_trace = 1
     unshrunk = False
     counter = min(n, 1000) + 1
+    gap_every = min(n, GAP_EVERY_PAIRS)
+    gap_next = gap_every
     n_rebuild = 0
     just_rebuilt = False
     while True:
@@ -579,6 +651,12 @@ def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, slot_of, col_in, sgen, tic
                             best = g
                             j = t
 
+        if gap_scale > 0.0 and it >= gap_next and n_act == n and gmax - gmin > tol:
+            gap_next = it + gap_every
+            f, gap = _klr_gap(y, alpha, beta, grad, lin, lo, up, cent, 0.5 * (gmax + gmin))
+            if _gap_reached(f, gap, gap_scale, gap_rel):
+                status = STATUS_GAP
+                break
         if gmax - gmin <= tol or j < 0:
             if n_act < n:
                 n_act = _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin,
@@ -728,7 +806,8 @@ class DualSolution:
     iterations:
         Number of two-variable updates.
     converged:
-        True when the violation reached ``tol``; False at ``max_iter``.
+        True when the violation reached ``tol`` (or the gap, see ``gap_stopped``); False at
+        ``max_iter``.
     m_up, m_low:
         max_{I_up} m and min_{I_low} m over all variables (violation = m_up - m_low).
     objective:
@@ -759,6 +838,8 @@ class DualSolution:
     cache: ColumnCache | None = dataclasses.field(default=None, repr=False)
     """The column cache and G_bar at the end of the run (pass to a continuation's
     ``solve_dual(cache=...)``)."""
+    gap_stopped: bool = False
+    """The run stopped on its gap estimate (``solve_dual(gap_scale=...)``) before ``tol``."""
 
     @property
     def violation(self) -> float:
@@ -936,6 +1017,7 @@ def solve_dual(
     verbose: bool = False,
     cache: ColumnCache | None = None,
     working_set: int = 2,
+    gap_scale: float = 0.0,
 ) -> DualSolution:
     """Minimise 1/2 a'Qa + p'a + sum h_i(a_i) s.t. y'a = 0, l <= a <= u by SMO.
 
@@ -976,14 +1058,22 @@ def solve_dual(
         :mod:`solvers.smo.batched` (q variables per outer step, their q columns of Q in one
         pass over the data; ``shrinking`` on the active rows, ``cache`` unused);
         :func:`auto_working_set` picks q.
+    gap_scale : float
+        KLR only (``entropy_C`` given): > 0 also stops the run once the duality gap at the
+        midpoint b, checked every few steps, is within GAP_STOP_SHARE * CERTIFICATE_TOL of the
+        gap scale min(gap_scale, |f|, |bound|) (``gap_scale`` = the natural scale P(0, 0)),
+        before the violation reaches ``tol``; the result then has ``gap_stopped`` set and counts
+        as converged. 0: stop at ``tol`` only.
     """
+    gap_scale = float(gap_scale) if entropy_C is not None else 0.0
     if working_set > 2:
         from solvers.smo.batched import solve_dual_batched  # imports this module
 
         return solve_dual_batched(
             qmat, y, lower, upper, linear, entropy_C=entropy_C, alpha0=alpha0, qa0=qa0, tol=tol,
             max_iter=max_iter, working_set=working_set, cache_dtype=cache_dtype,
-            cache_mb=getattr(qmat, "cache_mb", 200.0), shrinking=shrinking, verbose=verbose)
+            cache_mb=getattr(qmat, "cache_mb", 200.0), shrinking=shrinking, verbose=verbose,
+            gap_scale=gap_scale)
     y = np.ascontiguousarray(y, dtype=float)
     lo = np.ascontiguousarray(lower, dtype=float)
     up = np.ascontiguousarray(upper, dtype=float)
@@ -1011,13 +1101,15 @@ def solve_dual(
         c.slot_of, c.col_in, c.sgen, c.tick, c.clock, c.inl, c.miss, warm,
         y, lo, up, lin, ent, cent, alpha, beta, grad, c.gbar, qd,
         float(tol), int(max_iter), bool(shrinking), bool(verbose), trace_it, trace_v,
+        gap_scale, GAP_STOP_SHARE * CERTIFICATE_TOL,
     )
     cache.ended_at(alpha, lo, up)
     m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
     hval, hp = entropy_terms(alpha, cent, beta) if ent else (np.zeros(1), 0.0)
     qa = grad - lin - hp
     objective = float(0.5 * alpha @ qa + lin @ alpha + hval.sum())
-    converged = status == STATUS_CONVERGED or (status == STATUS_STALLED and m_up - m_low <= tol)
+    converged = (status in (STATUS_CONVERGED, STATUS_GAP)
+                 or (status == STATUS_STALLED and m_up - m_low <= tol))
     kept = trace_it >= 0  # the trace's unused slots hold -1; filter in numpy (a Python pass
     # over every slot cost ~3 ms a run, a small fit's whole loop)
     history = [{"iteration": i, "violation": v}
@@ -1025,7 +1117,8 @@ def solve_dual(
     history.append({"iteration": int(it), "violation": float(max(m_up - m_low, 0.0))})
     return DualSolution(alpha, grad, int(it), converged, m_up, m_low, objective, qa,
                         stalled=status == STATUS_STALLED, kernel_evals=int(n_kernel),
-                        reconstructions=int(n_rebuild), history=history, cache=cache)
+                        reconstructions=int(n_rebuild), history=history, cache=cache,
+                        gap_stopped=status == STATUS_GAP)
 
 
 __all__ = ["BATCHED_WORKING_SET", "ColumnCache", "DualSolution", "KIND_MATRIX", "TAU",

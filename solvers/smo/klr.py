@@ -28,6 +28,17 @@ Problem (docs/problems/klr.md; the paper's (22))::
   As for the SVM, SMO continues with ``tol / 10`` after meeting ``tol`` while the gap is above
   CERTIFICATE_TOL (``refine=True``, at most REFINE_ROUNDS times); OPTIMAL only when the gap is
   within CERTIFICATE_TOL, else CONVERGED (``extra['stopping_rule']``). ``b`` is the best b.
+* ``tol=None`` (the default) stops on the certificate itself: the compiled loop evaluates the
+  gap at the midpoint b from its gradient (O(n), every 1,000 pair steps or 10 outer steps of
+  the batched solver) and stops once it is within half of CERTIFICATE_TOL of the gap scale;
+  the certificate at the best b (a gap no larger) then holds and
+  ``stopping_rule['stopped_by']`` is "gap". Should the gap not get there first, the run stops
+  at violation DEFAULT_TOL and refines as above. A float ``tol`` is the violation rule only.
+  The gap falls much faster than the violation: at n = 2*10^4 (clouds, RBF gamma 0.1, C = 1,
+  pilot start) the run to violation 1e-3 ends at a gap of 5.7e-9, 170x inside
+  CERTIFICATE_TOL (4.6 s); the gap stop ends at 3.7e-7 after 84,076 instead of 99,575 pair
+  steps (3.1 s). With ``cache_dtype="float32"`` (a loop gradient carrying float32 columns)
+  ``None`` means DEFAULT_TOL.
 """
 
 from __future__ import annotations
@@ -90,6 +101,8 @@ working sets computes every column once). An explicit ``cache_dtype="float32"`` 
 from Q alpha recomputed in float64 (n x nnz(alpha) kernel values per certificate)."""
 STARTS = ("auto", "keerthi", "pilot")
 """``start`` of :func:`smo_klr`: Keerthi's feasible point, the pilot start, or "auto"."""
+DEFAULT_TOL = 1e-6
+"""The violation rule behind ``tol=None`` when the gap check does not stop the run first."""
 PILOT_FROM = 10_000
 """Kept rows from which ``start="auto"`` takes the pilot start (when Q is not held in full).
 Measured (two clouds, p = 10, RBF gamma 0.1, C = 1, tol 1e-3, cache 200 MB), whole fits:
@@ -201,7 +214,7 @@ def solve_klr_problem(
     prob: KLRProblem,
     lam: float,
     *,
-    tol: float = 1e-6,
+    tol: float | None = None,
     shrinking: bool = True,
     max_iter: int = 10_000_000,
     alpha0: np.ndarray | None = None,
@@ -214,10 +227,12 @@ def solve_klr_problem(
 ) -> SolveResult:
     """Solve one prepared KLR dual at ``lam`` (warm start from ``alpha0``, ``qa0`` = Q alpha0;
     without one, ``start`` picks Keerthi's point or the pilot start, see :func:`smo_klr`;
-    ``refine``: continue until the gap certificate holds, see the module docstring)."""
+    ``refine``: continue until the gap certificate holds; ``tol=None``: stop once it holds,
+    see the module docstring)."""
     t0 = time.perf_counter()
     lam = check_nonnegative(lam, "lam", "smo_klr")
-    tol = check_positive(tol, "tol", "smo_klr")
+    tol_requested = check_positive(tol, "tol", "smo_klr", none_ok=True)
+    tol = DEFAULT_TOL if tol_requested is None else tol_requested
     max_iter = check_int(max_iter, "max_iter", "smo_klr")
     working_set = check_int(working_set, "working_set", "smo_klr", low=2, none_ok=True)
     start_kind = check_choice(start, "start", "smo_klr", STARTS)
@@ -247,13 +262,18 @@ def solve_klr_problem(
     runs: list[DualSolution] = []
     dtype = KLR_COLUMNS if cache_dtype == "auto" else cache_dtype
     exact = dtype == "float32" and isinstance(prob.qmat, KernelQMatrix)
+    # the in-loop gap uses the loop's Q alpha: not with float32 columns, certified from Q alpha
+    # recomputed in float64
+    gap_scale = (klr_scale(lam, prob.C, prob.lower, prob.upper)
+                 if tol_requested is None and not exact else 0.0)
 
     def run(prev: DualSolution | None, tol_: float, budget: int) -> DualSolution:
         a0, q0 = (start, qa0) if prev is None else (prev.alpha, prev.qa)
         runs.append(solve_dual(prob.qmat, yk, prob.lower, prob.upper, lin, entropy_C=prob.C,
                                alpha0=a0, qa0=q0, tol=tol_, max_iter=budget,
                                shrinking=shrinking, cache_dtype=dtype, verbose=verbose,
-                               cache=None if prev is None else prev.cache, working_set=q))
+                               cache=None if prev is None else prev.cache, working_set=q,
+                               gap_scale=gap_scale))
         return runs[-1]
 
     def certificate(sol: DualSolution) -> Certificate:
@@ -266,7 +286,9 @@ def solve_klr_problem(
         run, certificate, first, tol, max_iter, refine)
     res = _result(prob, lam, sol, cert, time.perf_counter() - t0)
     res.iterations = iters
-    res.extra["stopping_rule"] = stopping_rule(sol.violation, tol_met, tol, rounds, cert)
+    res.extra["stopping_rule"] = stopping_rule(sol.violation, tol_met, tol_requested, rounds,
+                                               cert,
+                                               stopped_by="gap" if sol.gap_stopped else "tol")
     res.extra["history"] = joined_history(runs)
     res.extra["kernel_evals"] = sum(r.kernel_evals for r in runs)
     res.extra["working_set"] = q
@@ -453,7 +475,7 @@ def smo_klr(
     bound_tol: float | None = None,
     sample_weight: np.ndarray | None = None,
     kernel: Kernel | str = "rbf",
-    tol: float = 1e-6,
+    tol: float | None = None,
     cache_mb: float = 200.0,
     shrinking: bool = True,
     max_iter: int = 10_000_000,
@@ -483,8 +505,10 @@ def smo_klr(
         s_i >= 0 (zero removes the row; integer weights equal repeated rows).
     kernel : Kernel or str
         k(x, z).
-    tol : float
-        tau: stop at max_{I_up} m - min_{I_low} m <= tau.
+    tol : float or None
+        tau: stop at max_{I_up} m - min_{I_low} m <= tau. None (default): stop as soon as the
+        certificate holds (relative duality gap within CERTIFICATE_TOL, checked in the loop),
+        at the latest at tau = DEFAULT_TOL = 1e-6 (module docstring).
     cache_mb : float
         Memory budget; Q is kept in full when it fits, else columns are cached.
     shrinking, max_iter, verbose :
@@ -507,7 +531,7 @@ def smo_klr(
         alpha^0 when ``alpha0`` is not given: Keerthi's feasible point (equal class sums), or
         the pilot start (:func:`pilot_start`: a fit on a random tenth of the rows, mapped to
         every row by alpha_i = C_i sigma(lambda - y_i f(x_i))); "auto" takes the pilot from
-        PILOT_FROM = 20,000 rows when Q is not held in full.
+        PILOT_FROM = 10,000 rows when Q is not held in full.
 
     Returns
     -------
