@@ -335,6 +335,7 @@ def bench_klr_vs_svm(n, lines):
     def status(r):
         return "certified" if r.certified else r.termination.value
 
+    start = len(lines)
     lines += [f"## KLR fit vs SVM fit by SMO, same data (clouds n = {n:,}, RBF, C = 1, "
               "cache 200 MB); goal KLR/SVM <= 3", "",
               f"SVM at tol 1e-3: {ts:.2f} s ({cs:.2f} s CPU), {status(rs)}, "
@@ -348,7 +349,7 @@ def bench_klr_vs_svm(n, lines):
                      f"{rk.extra['stopping_rule']['stopped_by']} | {rk.iterations:,} | "
                      f"{rk.gap:.1e} |")
     lines.append("")
-    print("\n".join(lines[-(len(runs) + 8):]), flush=True)
+    print("\n".join(lines[start:]), flush=True)
 
 
 CLI_REPS = 5

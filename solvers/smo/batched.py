@@ -99,12 +99,11 @@ from solvers.smo.core import (
     _column_cache,
     _entropy_update,
     _fill_contiguous,
-    _gap_reached,
     _hp,
     _hpp,
     _in_low,
     _in_up,
-    _klr_gap,
+    _klr_gap_stop,
     _pair_values,
     _shrinkable,
     entropy_terms,
@@ -810,8 +809,8 @@ def _batched_loop(kind, XT, sqn, gamma, coef0, degree, y, lo, up, lin, ent, cent
             trace[outer, 1] = gmax - gmin
         if (gap_scale > 0.0 and outer % GAP_EVERY == 0 and outer > 0 and n_act == n
                 and gmax - gmin > tol):
-            f, gap = _klr_gap(ya, aa, ba, ga, lin, la, ua, ca, 0.5 * (gmax + gmin))
-            if _gap_reached(f, gap, gap_scale, gap_rel):
+            if _klr_gap_stop(ya, aa, ba, ga, lin, la, ua, ca, 0.5 * (gmax + gmin), gap_scale,
+                             gap_rel):
                 status = STATUS_GAP
                 break
         if gmax - gmin <= tol:
