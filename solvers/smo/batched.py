@@ -38,8 +38,9 @@ Outer step k:
   the SVM's kernel values 2.96e9 -> 2.63e9, KLR's the same (its every variable moves).
 * Stop when v <= tol (converged); when the pair steps taken reach ``max_iter`` (not
   converged); when a subproblem takes no step (stalled, as the core's NUMERICAL_ERROR); for
-  KLR given ``gap_scale``, also when the gap estimate at the midpoint b, every GAP_EVERY
-  outer steps, is within GAP_STOP_SHARE of CERTIFICATE_TOL (converged, ``gap_stopped``).
+  KLR given ``gap_scale``, also when the gap, checked every GAP_EVERY outer steps by the
+  core's :func:`~solvers.smo.core._klr_gap_stop`, is within GAP_STOP_SHARE of CERTIFICATE_TOL
+  (converged, ``gap_stopped``).
 
 Kernel entries per outer step: n per column missing from the cache whose variable moved, plus
 q per missing column for Q_WW (the core computes at most two columns of length n per pair
@@ -702,7 +703,8 @@ def _batched_loop(kind, XT, sqn, gamma, coef0, degree, y, lo, up, lin, ent, cent
     Shrinking (``shrink_every`` > 0, not for kind 3): a check every min(n, shrink_every) pair
     steps, which shrinks when it can drop at least ``min_drop`` times the active variables.
     ``gap_scale`` > 0 (KLR): every GAP_EVERY outer steps, with every variable active, stop
-    (STATUS_GAP) once the gap estimate at the midpoint b passes ``gap_rel`` (as the core's).
+    (STATUS_GAP) once the core's gap check passes ``gap_rel`` (KLR never shrinks; the check
+    needs every row's gradient, and ``lin`` is indexed by row).
     Returns (outer steps, pair steps, status, kernel entries, reconstructions).
 
     The loop works on compacted copies of the active variables (index k <-> row act[k]);

@@ -114,6 +114,15 @@ def _entropy_value(a, b, c):
     return out
 
 
+@njit_cached(inline="always")
+def _sigmoid(z):
+    """sigma(z) = 1 / (1 + e^-z), without overflow for either sign of z."""
+    if z >= 0.0:
+        return 1.0 / (1.0 + math.exp(-z))
+    ez = math.exp(z)
+    return ez / (1.0 + ez)
+
+
 @njit_cached()
 def _klr_gap(y, alpha, beta, grad, lin, lo, up, cent, b):
     """(f(alpha), f(alpha) + P(w(alpha), b)) of the KLR dual from the loop's gradient, in O(n).
@@ -134,19 +143,13 @@ def _klr_gap(y, alpha, beta, grad, lin, lo, up, cent, b):
         h = _entropy_value(a, beta[i], c)
         qa = grad[i] - lin[i] - _hp(a, beta[i])
         z = -lin[i] - (qa + y[i] * b)
-        if z >= 0.0:
-            free = c / (1.0 + math.exp(-z))
-            soft = z + math.log1p(math.exp(-z))
-        else:
-            ez = math.exp(z)
-            free = c * ez / (1.0 + ez)
-            soft = math.log1p(ez)
+        free = c * _sigmoid(z)
         if free < lo[i]:
             loss = lo[i] * z - _entropy_value(lo[i], c - lo[i], c)
         elif free > up[i]:
             loss = up[i] * z - _entropy_value(up[i], c - up[i], c)
-        else:
-            loss = c * soft
+        else:  # C_i log(1 + e^z), stable for either sign
+            loss = c * (max(z, 0.0) + math.log1p(math.exp(-abs(z))))
         f += 0.5 * a * qa + h + lin[i] * a
         gap += a * qa + h + lin[i] * a + loss
     return f, gap
@@ -165,7 +168,7 @@ def _klr_b_newton(y, alpha, beta, grad, lin, lo, up, cent, b, steps):
         for i in range(n):
             c = cent[i]
             z = -grad[i] + _hp(alpha[i], beta[i]) - y[i] * b  # -p_i - (Q alpha)_i - y_i b
-            sig = 1.0 / (1.0 + math.exp(-z)) if z >= 0.0 else math.exp(z) / (1.0 + math.exp(z))
+            sig = _sigmoid(z)
             a = c * sig
             if a < lo[i]:
                 a = lo[i]
