@@ -270,7 +270,6 @@ def bench_svm_peers(sizes, quick, lines):
     for name, X, y in svm_instances(sizes, quick):
         bc.print_instance(svm_peer_rows(name, X, y, xsvc, why), lines)
     lines.append("")
-    bench_first_fit(lines)
 
 
 FIRST_FIT_BC = """import json, sys, time
@@ -352,7 +351,7 @@ def bench_klr_vs_svm(n, lines):
     print("\n".join(lines[start:]), flush=True)
 
 
-CLI_REPS = 5
+CLI_REPS = 7
 FIRST_FIT = """import json, sys, time
 from instances import load
 from optmodels import SVM
@@ -449,9 +448,10 @@ def bench_cli(n, lines, reps=CLI_REPS):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
-    ap.add_argument("--only", default="peers,klrsvm,cli,svm,klr,big,linear,block",
-                    help="comma list of parts: peers (ratio table vs SVC / sklearnex), klrsvm "
-                         "(KLR vs SVM fit), cli (CLI vs in-process), svm, klr, big, linear, block")
+    ap.add_argument("--only", default="peers,first,klrsvm,cli,svm,klr,big,linear,block",
+                    help="comma list of parts: peers (ratio table vs SVC / sklearnex), first "
+                         "(a fresh process's first fit), klrsvm (KLR vs SVM fit), cli (CLI vs "
+                         "in-process), svm, klr, big, linear, block")
     args = ap.parse_args()
     parts = set(args.only.split(","))
     for n_warm in (50, 1200):  # load numba's cache of the pairwise and batched solvers (float64
@@ -462,6 +462,8 @@ def main() -> None:
              f"load average at start {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores)", ""]
     if "peers" in parts:
         bench_svm_peers([2000, 5000] if args.quick else [10_000, 50_000], args.quick, lines)
+    if "first" in parts:
+        bench_first_fit(lines)
     if "klrsvm" in parts:
         bench_klr_vs_svm(3000 if args.quick else 50_000, lines)
     if "cli" in parts:

@@ -98,6 +98,56 @@ def test_entry_holding_another_signatures_code_is_compiled_again(tmp_path):
     assert again.stdout.split()[-1] == "2"  # both signatures came from the cache
 
 
+_LEAN_MODULE = '''
+import numpy as np
+from solvers.numba_cache import njit_cached
+
+
+@njit_cached()
+def total(x):
+    out = np.empty_like(x)  # an allocation: runs through numba's runtime (NRT_*)
+    for i in range(x.shape[0]):
+        out[i] = np.sqrt(x[i]) + np.exp(-x[i])  # C math functions
+    return out.sum()
+
+
+@njit_cached()
+def distinct(words):
+    seen = {}  # string keys: links against the hash secret's symbols
+    for w in words:
+        seen[w] = 1
+    return len(seen)
+'''
+
+_LEAN_CALL = '''
+import math, sys, numpy as np, lean
+if sys.argv[1] == "total":
+    x = np.arange(1.0, 6.0)
+    got, want = lean.total(x), sum(math.sqrt(v) + math.exp(-v) for v in x)
+else:
+    got, want = lean.distinct(("a", "b", "a", "c")), 3
+assert abs(got - want) < 1e-12, (got, want)
+hits = sum(getattr(lean, sys.argv[1]).stats.cache_hits.values())
+print(hits, "numba.np.polynomial.polynomial_functions" in sys.modules)
+'''
+
+
+@pytest.mark.parametrize("which, refreshed", [("total", False), ("distinct", True)])
+def test_loading_from_the_cache_skips_numbas_full_refresh(tmp_path, which, refreshed):
+    """A process that loads a cached function does not import numba's lowering registries
+    (numba.np.polynomial is one), and the loaded code runs: through the runtime and the C math
+    functions. An entry that hashes strings gets the full refresh, where numba adds the hash
+    secret's symbols (a safeguard: here, loading its environment already imports them)."""
+    (tmp_path / "lean.py").write_text(_LEAN_MODULE)
+    (tmp_path / "call_lean.py").write_text(_LEAN_CALL)
+    first = _run(tmp_path, "lean", which)
+    assert first.returncode == 0, first.stderr
+    assert first.stdout.split() == ["0", "True"]  # compiled: numba refreshed the target
+    loaded = _run(tmp_path, "lean", which)
+    assert loaded.returncode == 0, loaded.stderr
+    assert loaded.stdout.split() == ["1", str(refreshed)]
+
+
 @pytest.mark.slow
 def test_processes_compiling_at_once_leave_a_consistent_cache(tmp_path):
     """Four processes start at one instant, each compiling another signature into an empty
