@@ -135,7 +135,7 @@ def _holds_parfor(libdata: Any) -> bool:
 # when the target context is created), the C math functions (likewise), the runtime's NRT_*
 # functions (rtsys.initialize), the thread pool's (the entry's reload_init, above) and the
 # hash secret (added when numba.cpython.hashing is imported, during the refresh). Those are all
-# of numba's ll.add_symbol calls (numba 0.58-0.68). ProcessSafeCache loads with the first four
+# of numba's ll.add_symbol calls (read in numba 0.68). ProcessSafeCache loads with the first four
 # and refreshes fully for an entry whose code mentions the hash secret (a safeguard: loading
 # such an entry's environment imports numba.cpython.hashing in the cases tried). Measured: the
 # CLI's SMO fit of a 5,000-row CSV in a fresh process, 0.83 -> 0.68 s (medians of 9).
