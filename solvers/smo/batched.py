@@ -39,8 +39,8 @@ Outer step k:
 * Stop when v <= tol (converged); when the pair steps taken reach ``max_iter`` (not
   converged); when a subproblem takes no step (stalled, as the core's NUMERICAL_ERROR); for
   KLR given ``gap_scale``, also when the gap, checked every GAP_EVERY outer steps by the
-  core's :func:`~solvers.smo.core._klr_gap_stop`, is within GAP_STOP_SHARE of CERTIFICATE_TOL
-  (converged, ``gap_stopped``).
+  core's :func:`~solvers.smo.core._klr_gap_stop`, is within the core's GAP_REL (converged,
+  ``gap_stopped``).
 
 Kernel entries per outer step: n per column missing from the cache whose variable moved, plus
 q per missing column for Q_WW (the core computes at most two columns of length n per pair
@@ -87,10 +87,9 @@ import numba
 import numpy as np
 
 from solvers.numba_cache import njit_cached
-from solvers.result import CERTIFICATE_TOL
 from solvers.smo.core import (
     FASTMATH,
-    GAP_STOP_SHARE,
+    GAP_REL,
     STATUS_CONVERGED,
     STATUS_GAP,
     STATUS_ITERATION_LIMIT,
@@ -977,7 +976,7 @@ def solve_dual_batched(
         ent, cent, alpha, beta, grad, qd, float(tol), int(max_iter), q,
         int(math.floor(keep * q)), float(inner_factor), cap,
         SHRINK_EVERY if shrinking else 0, float(SHRINK_MIN_FRACTION), Kc, trace, bool(verbose),
-        float(gap_scale) if ent else 0.0, GAP_STOP_SHARE * CERTIFICATE_TOL)
+        float(gap_scale) if ent else 0.0, GAP_REL)
     m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
     hval, hp = entropy_terms(alpha, cent, beta) if ent else (np.zeros(1), 0.0)
     qa = grad - lin - hp

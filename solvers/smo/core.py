@@ -82,6 +82,8 @@ GAP_STOP_SHARE = 0.9
 CERTIFICATE_TOL (relative to the gap scale). The certificate computed afterwards from the same
 gradient at the best b is no larger; the share leaves room for the two sums' round-off (about
 1e-12 of the scale at n = 5*10^4)."""
+GAP_REL = GAP_STOP_SHARE * CERTIFICATE_TOL
+"""The relative gap at which both loops stop a KLR run given ``gap_scale``."""
 GAP_NEWTON_WITHIN = 20.0
 GAP_NEWTON_STEPS = 4
 """A gap check within GAP_NEWTON_WITHIN times its target at the midpoint b tries again at b
@@ -1153,7 +1155,7 @@ def solve_dual(
         c.slot_of, c.col_in, c.sgen, c.tick, c.clock, c.inl, c.miss, warm,
         y, lo, up, lin, ent, cent, alpha, beta, grad, c.gbar, qd,
         float(tol), int(max_iter), bool(shrinking), bool(verbose), trace_it, trace_v,
-        gap_scale, GAP_STOP_SHARE * CERTIFICATE_TOL,
+        gap_scale, GAP_REL,
     )
     cache.ended_at(alpha, lo, up)
     m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
