@@ -263,6 +263,10 @@ def main(argv: list[str] | None = None) -> int:
         gc.freeze()
         atexit.register(gc.freeze)
     args = _parser().parse_args(argv)
+    try:
+        _check_outputs(args)
+    except ValueError as exc:
+        return _error(args.command, _one_line(exc))
     command = {
         "solve": _solve,
         "compare": _compare,
@@ -290,6 +294,70 @@ def main(argv: list[str] | None = None) -> int:
         return _error(args.command, message)
     except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into a log file
         return _internal_error(args.command, exc)
+
+
+OUTPUT_FLAGS = ("solution_out", "model_out", "out", "plot")
+"""Arguments naming a file that a command writes."""
+INPUT_FLAGS = ("data", "model")
+"""Arguments naming a file (or a glob, or a directory of files) that a command reads."""
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.replace("_", "-")
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Refuse, before any work, an output path that is one of the command's inputs.
+
+    Writing ``--solution-out``, ``--model-out``, ``--out`` or ``--plot`` onto ``--data`` or
+    ``--model`` would replace the user's data with the result (and exit 0). The same file is
+    recognised through links and relative spellings (:func:`os.path.samefile` when both
+    exist, else the resolved paths). A glob or a directory read lazily counts as every file it
+    matches, and an output inside an input directory (a Parquet dataset) is refused too: it
+    would join the data on the next read.
+    """
+    for out_dest in OUTPUT_FLAGS:
+        out = getattr(args, out_dest, None)
+        if out is None:
+            continue
+        target = Path(out)
+        for in_dest in INPUT_FLAGS:
+            source = getattr(args, in_dest, None)
+            if source is None or (args.command == "generate" and in_dest == "data"):
+                continue
+            clash = _clashing_input(target, str(source))
+            if clash is not None:
+                raise ValueError(
+                    f"{_flag(out_dest)} {out!r} is the input {clash} of {_flag(in_dest)}: "
+                    "writing it would overwrite the input. Choose another output path.")
+
+
+def _clashing_input(target: Path, source: str) -> str | None:
+    """The input file (or directory) of ``source`` that writing ``target`` would overwrite or
+    join; None when there is none."""
+    import fnmatch
+    import glob
+
+    from instances.lazy import is_lazy_source
+
+    resolved = target.resolve()
+    if Path(source).is_dir():
+        base = Path(source).resolve()
+        return repr(source) if base == resolved or base in resolved.parents else None
+    paths = sorted(glob.glob(source)) if is_lazy_source(source) else [source]
+    pattern = os.path.abspath(source)
+    if is_lazy_source(source) and fnmatch.fnmatch(os.path.abspath(target), pattern):
+        return f"pattern {source!r}"  # the next read of the glob would take the output in
+    for path in paths:
+        if _same_file(target, Path(path)):
+            return repr(path)
+    return None
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    if a.exists() and b.exists():
+        return os.path.samefile(a, b)
+    return a.resolve() == b.resolve()
 
 
 def _error(command: str, message: str) -> int:
