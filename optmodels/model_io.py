@@ -21,7 +21,14 @@ the header (canonical JSON).
 :func:`load_model` refuses, with a one-line :class:`ModelFileError` (a ``ValueError``), a file
 that is not such an archive, another format or format version, a header with missing or
 unexpected keys, a header or arrays whose hash differs, an unexpected or missing array, an
-array of the wrong dtype or shape, or an object array.
+array of the wrong dtype or shape, or an object array. The hash catches accidents, not edits
+(anyone can recompute it), so the values are checked as well, against what the estimator needs:
+finite numbers in the header (no NaN / Infinity) and in the arrays, shapes consistent with each
+other and with the header's features and classes, non-negative indices and counts, header
+entries of the right types (p distinct feature names, distinct labels, one fit record per solve),
+the hyperparameters by the estimator's own table (as ``fit`` validates them), the strategy that
+ran and its options by the strategy's table, and the kernel equal to the hyperparameters'. A
+refused file must be refitted and saved again.
 """
 
 from __future__ import annotations
@@ -131,6 +138,12 @@ def _header(est: Any, path: Any, arrays: dict[str, np.ndarray], names: Any) -> d
         raise ModelFileError(
             f"{path}: feature_names has {len(names)} names but the model has {p} features; "
             "pass one name per column of X."
+        )
+    if len(set(names)) != p:
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise ModelFileError(
+            f"{path}: feature_names repeats {twice}; each coefficient needs its own name. "
+            "Rename the repeated columns."
         )
     classes, dtype = _encode_classes(getattr(est, "classes_", None), path)
     kernel = getattr(est, "kernel_", None)
@@ -321,9 +334,14 @@ def _open(path: Any) -> Any:
 def _check_header(z: Any, path: Any) -> dict[str, Any]:
     try:
         raw = z[HEADER_KEY]
-        header = json.loads(str(raw[()])) if raw.dtype.kind == "U" and raw.ndim == 0 else None
+        text = str(raw[()]) if raw.dtype.kind == "U" and raw.ndim == 0 else None
     except (ValueError, zipfile.BadZipFile, OSError) as exc:
         raise _refuse(path, f"the header cannot be read ({exc}); the file is damaged") from None
+    try:
+        header = None if text is None else json.loads(text, parse_constant=_no_constant)
+    except ValueError as exc:
+        raise _refuse(path, f"the header is not valid JSON of finite numbers ({exc}); the file "
+                      "was altered or damaged. Refit and save again.") from None
     if not isinstance(header, dict) or header.get("format") != FORMAT:
         raise _refuse(path, f"not an optmodels model file (no {FORMAT!r} header)")
     version = header.get("format_version")
@@ -349,7 +367,74 @@ def _check_header(z: Any, path: Any) -> dict[str, Any]:
     if labelled != classifier or not isinstance(header["n_features_in"], int):
         raise _refuse(path, "the header's classes, kernel or n_features_in do not fit a "
                       f"{header['estimator']}; the file was altered. Refit and save again.")
+    why = _header_problem(header, classifier)
+    if why:
+        raise _refuse(path, f"{why}; the file was altered. Refit and save again.")
     return header
+
+
+def _no_constant(name: str) -> Any:
+    """``json.loads``' hook for NaN / Infinity / -Infinity: model files hold finite numbers."""
+    raise ValueError(f"{name} is not a finite number")
+
+
+_KERNEL_KEYS = {"name": str, "gamma": (int, float), "degree": int, "coef0": (int, float)}
+_FIT_KEYS = {"strategy": str, "solver": str, "termination": str, "certified": bool,
+             "gap": (int, float, type(None)), "certificate_tol": (int, float),
+             "objective": (int, float, type(None)), "bound": (int, float, type(None)),
+             "iterations": int}
+
+
+def _is(value: Any, types: Any) -> bool:
+    """``isinstance`` where a bool is not an int (JSON true is no count of features)."""
+    if isinstance(value, bool):
+        return types is bool or (isinstance(types, tuple) and bool in types)
+    return isinstance(value, types)
+
+
+def _header_problem(header: dict[str, Any], classifier: bool) -> str | None:
+    """What is wrong with the header's values (types, counts, ranges), or None.
+
+    Checked against what the estimator needs: p >= 1 features with p distinct string names,
+    distinct labels, a kernel of the four known entries, one fit record per solve of the
+    known keys, the per-fit iteration count of a regressor; :func:`_rebuild` checks the
+    hyperparameters and strategy by the estimator's own tables."""
+    p, names = header["n_features_in"], header["feature_names"]
+    if _is(p, bool) or p < 1:
+        return f"n_features_in is {p!r}, not a count >= 1"
+    if not (isinstance(names, list) and len(names) == p and all(_is(n, str) for n in names)):
+        return f"feature_names is not a list of {p} strings (n_features_in)"
+    if len(set(names)) != p:
+        return "feature_names repeats a name"
+    for key, types in (("toolkit_version", str), ("strategy", str), ("feature_names_in", bool),
+                       ("hyperparameters", dict), ("strategy_options", (dict, type(None))),
+                       ("arrays_sha256", str), ("classes_dtype", (str, type(None)))):
+        if not _is(header[key], types):
+            return f"{key} has the wrong type ({type(header[key]).__name__})"
+    k = len(header["classes"] or [])
+    if classifier:
+        classes = header["classes"]
+        if any(not _is(c, (str, int, float, bool)) for c in classes) or len(
+                {(type(c), c) for c in classes}) != k:
+            return "the classes are not distinct labels of type str, int, float or bool"
+        kernel = header["kernel"]
+        if set(kernel) != set(_KERNEL_KEYS) or not all(
+                _is(kernel[key], t) for key, t in _KERNEL_KEYS.items()):
+            return f"the kernel {kernel!r} is not {{name, gamma, degree, coef0}}"
+        if header["n_iter"] is not None:
+            return "n_iter is set for a classifier (its iterations are per pair, n_iter_)"
+    elif not (_is(header["n_iter"], int) and header["n_iter"] >= 0):
+        return f"n_iter is {header['n_iter']!r}, not a count >= 0"
+    fits, solves = header["fit"], k * (k - 1) // 2 if classifier else 1
+    if not (isinstance(fits, list) and len(fits) == solves):
+        return f"fit does not hold one record per solve ({solves})"
+    for record in fits:
+        if not (isinstance(record, dict) and set(record) == set(_FIT_KEYS) and all(
+                _is(record[key], t) for key, t in _FIT_KEYS.items())):
+            return f"a fit record is not {{{', '.join(_FIT_KEYS)}}} of the right types"
+        if record["iterations"] < 0:
+            return "a fit record has a negative iteration count"
+    return None
 
 
 def _read_arrays(z: Any, header: dict[str, Any], path: Any) -> dict[str, np.ndarray]:
@@ -371,7 +456,39 @@ def _read_arrays(z: Any, header: dict[str, Any], path: Any) -> dict[str, np.ndar
     if arrays_sha256(arrays) != header["arrays_sha256"]:
         raise _refuse(path, "the arrays do not match the header's SHA-256; the file was altered "
                       "or damaged. Refit and save again.")
+    why = _array_problem(arrays, header)
+    if why:
+        raise _refuse(path, f"{why}; the file was altered. Refit and save again.")
     return arrays
+
+
+def _array_problem(arrays: dict[str, np.ndarray], header: dict[str, Any]) -> str | None:
+    """What is wrong with the arrays' values, or None: NaN or infinity (the one exception:
+    ``dual_coef_`` of a linear-kernel classifier, NaN where the primal solve gave no alphas,
+    unused since prediction goes through ``coef_``), negative indices or counts, ``coef_``
+    without the linear kernel (or missing with it), Platt's ``probA_`` / ``probB_`` without
+    ``probability=True`` (or missing with it)."""
+    linear_kernel = (header["kernel"] or {}).get("name") == "linear"
+    for key, a in arrays.items():
+        if a.dtype.kind == "f":
+            bad = np.isinf(a) if key == "dual_coef_" and linear_kernel else ~np.isfinite(a)
+            if bad.any():
+                at = tuple(int(i) for i in np.argwhere(bad)[0])
+                return f"array {key!r} holds {float(a[at])!r} at {at}: not a finite number"
+        elif (a < 0).any():
+            return f"array {key!r} holds a negative index or count ({int(a.min())})"
+    if _SCHEMA[header["estimator"]] is _PAIRS:
+        if ("coef_" in arrays) != linear_kernel:
+            return (f"array 'coef_' is {'present' if 'coef_' in arrays else 'missing'} with "
+                    f"kernel {header['kernel']['name']!r} (a classifier has coef_ exactly when "
+                    "its kernel is linear)")
+        probability = header["estimator"] == "SVMClassifier" and bool(
+            header["hyperparameters"].get("probability"))
+        for key in ("probA_", "probB_"):
+            if (key in arrays) != probability:
+                return (f"array {key!r} is {'present' if key in arrays else 'missing'} but "
+                        f"the model has probability={probability}")
+    return None
 
 
 def _check_shapes(arrays: dict, schema: dict, header: dict, path: Any) -> None:
@@ -379,7 +496,7 @@ def _check_shapes(arrays: dict, schema: dict, header: dict, path: Any) -> None:
     for key, a in arrays.items():
         if a.dtype.str != schema[key][0]:
             raise _refuse(path, f"array {key!r} has dtype {a.dtype.str}, expected "
-                          f"{schema[key][0]}; the file was altered.")
+                          f"{schema[key][0]}; the file was altered. Refit and save again.")
     p = header["n_features_in"]
     k = len(header["classes"] or [])
     dims = {"p": p, "k": k, "k-1": k - 1, "m": k * (k - 1) // 2}
@@ -389,17 +506,21 @@ def _check_shapes(arrays: dict, schema: dict, header: dict, path: Any) -> None:
         want = tuple(dims.get(d, -1) for d in schema[key][1])
         if a.shape != want:
             raise _refuse(path, f"array {key!r} has shape {a.shape}, expected {want} (from the "
-                          "header's features and classes); the file was altered.")
+                          "header's features and classes); the file was altered. Refit and save "
+                          "again.")
 
 
 def _rebuild(header: dict[str, Any], arrays: dict[str, np.ndarray], path: Any) -> Any:
     """A new estimator of the header's class with its hyperparameters and learned attributes."""
     cls = estimator_classes()[header["estimator"]]
     params = _from_json(header["hyperparameters"])
-    try:
-        est = cls(**params)
-    except TypeError as exc:
-        raise _refuse(path, f"hyperparameters do not fit {cls.__name__} ({exc})") from None
+    expected = set(cls().get_params(deep=False))
+    if set(params) != expected:
+        extra, missing = sorted(set(params) - expected), sorted(expected - set(params))
+        raise _refuse(path, f"the hyperparameters have unexpected names {extra} / lack "
+                      f"{missing} for {cls.__name__}; the file was altered. Refit and save again.")
+    est = cls(**params)
+    hyper = _checked_hyperparameters(est, header, path)
     p = int(header["n_features_in"])
     est.n_features_in_ = p
     if header["feature_names_in"]:
@@ -416,6 +537,45 @@ def _rebuild(header: dict[str, Any], arrays: dict[str, np.ndarray], path: Any) -
         from solvers.kernels import Kernel
 
         est.kernel_ = Kernel(**header["kernel"])
+        est._class_weights(np.ones(len(est.classes_)))  # class_weight's keys are labels
     except (TypeError, ValueError) as exc:
-        raise _refuse(path, f"the header's classes or kernel are invalid ({exc})") from None
+        raise _refuse(path, f"the header's classes, kernel or class_weight are invalid ({exc}); "
+                      "the file was altered. Refit and save again.") from None
+    _check_kernel(header["kernel"], hyper, path)
     return est
+
+
+def _checked_hyperparameters(est: Any, header: dict[str, Any], path: Any) -> dict[str, Any]:
+    """The hyperparameters validated by the estimator's own table (as ``fit`` does), the
+    strategy the fit ran among the problem's, its options by that strategy's table."""
+    from optmodels.strategies import strategies_for
+
+    try:
+        hyper = est._hyperparameters()
+        ran = header["strategy"]
+        if ran not in strategies_for(header["problem"]):
+            raise ValueError(f"the strategy {ran!r} that ran is not a strategy of "
+                             f"{header['problem']}")
+        if header["strategy_options"] != header["hyperparameters"]["strategy_options"]:
+            raise ValueError("strategy_options differs from hyperparameters['strategy_options']")
+        est._strategy_options(ran)
+    except (TypeError, ValueError) as exc:
+        raise _refuse(path, f"the header's hyperparameters are invalid: {_one_line(exc)} The "
+                      "file was altered. Refit and save again.") from None
+    return hyper
+
+
+def _check_kernel(kernel: dict[str, Any], hyper: dict[str, Any], path: Any) -> None:
+    """The header's kernel is the one its hyperparameters give (gamma: the number given, or
+    the one 'scale' / 'auto' resolved to at fit time)."""
+    given = {"name": hyper["kernel"], "degree": hyper["degree"], "coef0": hyper["coef0"]}
+    if not isinstance(hyper["gamma"], str):
+        given["gamma"] = hyper["gamma"]
+    differ = [key for key, v in given.items() if kernel[key] != v]
+    if differ:
+        raise _refuse(path, f"the kernel's {', '.join(differ)} differ from the hyperparameters "
+                      f"({kernel} against {given}); the file was altered. Refit and save again.")
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
