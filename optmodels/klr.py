@@ -53,6 +53,7 @@ from solvers.result import (
     objective_scale,
 )
 from solvers.smo.certificate import klr_best_intercept, klr_loss, klr_primal, klr_scale
+from solvers.smo.prediction import kernel_expansion
 from solvers.special import expit, xlogy
 from solvers.validation import check_array, check_labels, check_sample_weight
 
@@ -280,13 +281,14 @@ class KLR(Problem):
         return float(np.mean(np.where(f >= 0, 1.0, -1.0) == self.y))
 
     def decision_function(self, alpha: np.ndarray, b: float, X_new: Any) -> np.ndarray:
-        """f(x) = sum_i alpha_i y_i k(x_i, x) + b."""
+        """f(x) = sum_i alpha_i y_i k(x_i, x) + b (in blocks of bounded memory; a linear
+        kernel as x'w with w = sum_i alpha_i y_i x_i)."""
         Xn = check_array(X_new, "X_new", accept_sparse=True)
         if self.kernel == "precomputed":
             check_n_features(Xn, self.n, "KLR (precomputed kernel: one column per training row)")
-            return Xn @ (alpha * self.y) + b
-        check_n_features(Xn, self.p, "KLR")
-        return self.kernel_(Xn, self._X) @ (alpha * self.y) + b
+        else:
+            check_n_features(Xn, self.p, "KLR")
+        return kernel_expansion(self._X, alpha * self.y, b, self.kernel_, Xn)
 
     def predict_proba(self, alpha: np.ndarray, b: float, X_new: Any) -> np.ndarray:
         """P(y = classes_[1] | x) = sigma(f(x))."""

@@ -32,6 +32,7 @@ from solvers.kernels import KERNELS, Kernel
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolveResult, TerminationCondition, objective_scale
 from solvers.rows import any_dask, is_dask
+from solvers.smo.prediction import kernel_expansion
 from solvers.sparse import is_scipy_sparse
 from solvers.validation import (
     check_array,
@@ -412,15 +413,12 @@ class SVM(Problem):
         if result.extra.get("form") == "primal":
             check_n_features(Xn, self.p, "SVM")
             return Xn @ result.x + b
-        alpha = result.extra["alpha"]
-        sv = alpha > 0
-        coef = alpha[sv] * self.y[sv]
+        coef = np.where(result.extra["alpha"] > 0, result.extra["alpha"] * self.y, 0.0)
         if self.kernel == "precomputed":
             check_n_features(Xn, self.n, "SVM (precomputed kernel: one column per training row)")
-            return Xn[:, sv] @ coef + b
-        check_n_features(Xn, self.p, "SVM")
-        Xsv = self._X[sv].toarray() if is_scipy_sparse(self._X) else self._X[sv]
-        return self.kernel_(Xn, Xsv) @ coef + b
+        else:
+            check_n_features(Xn, self.p, "SVM")
+        return kernel_expansion(self._X, coef, b, self.kernel_, Xn)
 
     def train_accuracy(self, result: SolveResult) -> float:
         """Share of training rows on the right side of the decision function."""

@@ -11,8 +11,10 @@
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 KERNELS = ("linear", "rbf", "poly", "precomputed")
 
@@ -33,17 +35,18 @@ class Kernel:
             raise ValueError(f"The kernel parameter 'gamma' must be > 0; got {self.gamma!r}.")
 
     def __call__(self, X: np.ndarray, Z: np.ndarray) -> np.ndarray:
-        """Return the matrix [k(x_i, z_j)] (for ``precomputed``, X is the kernel row block)."""
+        """Return the matrix [k(x_i, z_j)] (for ``precomputed``, X is the kernel row block).
+
+        X and Z may be scipy sparse: they stay sparse up to the dense m x n_z result."""
         if self.name == "precomputed":
-            return np.asarray(X, dtype=float)
+            return X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
         G = X @ Z.T
+        G = G.toarray() if sp.issparse(G) else np.asarray(G, dtype=float)
         if self.name == "linear":
-            return np.asarray(G, dtype=float)
+            return G
         if self.name == "poly":
             return (self.gamma * G + self.coef0) ** self.degree
-        sq_x = np.einsum("ij,ij->i", X, X)
-        sq_z = np.einsum("ij,ij->i", Z, Z)
-        D = sq_x[:, None] + sq_z[None, :] - 2.0 * G
+        D = row_norms(X)[:, None] + row_norms(Z)[None, :] - 2.0 * G
         np.maximum(D, 0.0, out=D)
         return np.exp(-self.gamma * D)
 
@@ -51,9 +54,16 @@ class Kernel:
         """Return [k(x_i, x_i)] without forming the matrix."""
         if self.name == "precomputed":
             return np.diag(np.asarray(X, dtype=float)).copy()
-        sq = np.einsum("ij,ij->i", X, X)
+        sq = row_norms(X)
         if self.name == "linear":
             return sq
         if self.name == "poly":
             return (self.gamma * sq + self.coef0) ** self.degree
         return np.ones(X.shape[0])
+
+
+def row_norms(X: Any) -> np.ndarray:
+    """[||x_i||^2] per row of a dense array or a scipy sparse matrix."""
+    if sp.issparse(X):
+        return np.asarray(X.multiply(X).sum(axis=1), dtype=float).ravel()
+    return np.einsum("ij,ij->i", X, X)

@@ -645,8 +645,9 @@ class KLRClassifier(_PairClassifier):
         that runs (for 'auto', name the strategy to pass options only it has).
 
     predict_proba: binary sigma(f(x)), (n, 2); more classes: the pairs' sigma(f_ij) coupled by
-    Wu, Lin & Weng's method, (n, n_classes). Attributes as SVMClassifier (no coef_). Sparse
-    CSR/CSC input is densified.
+    Wu, Lin & Weng's method, (n, n_classes). Attributes as SVMClassifier; with
+    kernel='linear', coef_ (n_pairs, p) = sum_i alpha_i y_i x_i, from which decision_function
+    predicts in O(p) per row. Sparse CSR/CSC input is densified.
     """
 
     def _primal_applies(self, hyper: dict[str, Any], X: Any) -> bool:
@@ -693,26 +694,27 @@ class KLRClassifier(_PairClassifier):
         self.strategy_options = strategy_options
 
     def _pair_solution(self, problem, res, X, y_pm) -> dict:
-        """alpha y on the support (rows dropped for zero weight have alpha 0) and b."""
+        """alpha y on the support (rows dropped for zero weight have alpha 0), b, and for the
+        linear kernel w = sum_i alpha_i y_i x_i over every row (KLR keeps them all)."""
         alpha = np.zeros(y_pm.size)
         alpha[problem.kept_] = res.x
         support = np.flatnonzero(alpha > SUPPORT_REL * problem.Ci.max())
+        w = None
+        if problem.kernel == "linear":
+            w = np.asarray(X.T @ (alpha * y_pm), dtype=float).ravel()
         return {"support": support, "coef": alpha[support] * y_pm[support],
-                "b": float(res.extra["b"]), "w": None}
+                "b": float(res.extra["b"]), "w": w}
 
     def _pair_decision(self, k: int, i: int, j: int, X: np.ndarray) -> np.ndarray:
         sv, alpha, y_pm, b = self._pair_arrays(k, i, j)
+        if hasattr(self, "coef_"):  # linear: x'w, O(p) per row
+            sign = 1.0 if self.classes_.size == 2 else -1.0
+            return np.asarray(X @ (sign * self.coef_[k]), dtype=float).ravel() + b
         return KLR.decision_function(self._pair_view(sv, y_pm), alpha, b, X)
 
     def _pair_probabilities(self, X: np.ndarray) -> np.ndarray:
-        pairs = combinations(range(self.classes_.size), 2)
-        cols = []
-        for k, (i, j) in enumerate(pairs):
-            sv, alpha, y_pm, b = self._pair_arrays(k, i, j)
-            view = self._pair_view(sv, y_pm)
-            view.decision_function = types.MethodType(KLR.decision_function, view)
-            cols.append(KLR.predict_proba(view, alpha, b, X))
-        return np.column_stack(cols)
+        """P(class j | i or j, x) = sigma(f_ij(x)) per pair (KLR.predict_proba's formula)."""
+        return expit(self._pair_decisions(X))
 
     def predict_proba(self, X: Any) -> np.ndarray:
         """P(class | x), (n, n_classes), columns in the order of ``classes_``."""
