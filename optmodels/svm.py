@@ -21,6 +21,7 @@ parameters as scikit-learn (``gamma`` is the RBF width).
 
 from __future__ import annotations
 
+import time
 from typing import Any, ClassVar
 
 import numpy as np
@@ -76,6 +77,20 @@ def check_n_features(X: np.ndarray, expected: int, owner: str) -> None:
         raise DataError(
             f"X has {X.shape[1]} features, but {owner} is expecting {expected} features as input."
         )
+
+
+FULL_FALLBACK = ("clarabel", "highs")
+"""The backends the SVM's full solve tries, in this order after the one asked for, until one
+certifies."""
+
+
+def _closer(a: SolveResult, b: SolveResult) -> bool:
+    """a is a better answer than b: certified, or a smaller (finite) gap."""
+    if a.is_optimal != b.is_optimal:
+        return a.is_optimal
+    ga = a.gap if a.gap is not None and np.isfinite(a.gap) else np.inf
+    gb = b.gap if b.gap is not None and np.isfinite(b.gap) else np.inf
+    return ga < gb
 
 
 class SVM(Problem):
@@ -353,7 +368,37 @@ class SVM(Problem):
         here (HiGHS's QP solver returned a wrong objective at n = 10^4).
 
         Optimal only when (P(w, b) - D(alpha)) / natural_scale() <= ``tol``, with alpha made
-        dual feasible first (:meth:`feasible_alpha`)."""
+        dual feasible first (:meth:`feasible_alpha`). The reference solve does not give up
+        after one backend: an answer that misses the certificate is solved again by the other
+        backends (:data:`FULL_FALLBACK`) before NUMERICAL_ERROR is reported (Clarabel stopped at
+        a relative gap of 1.5e-6 on iris with a poly kernel, where HiGHS certifies);
+        ``extra["backends_tried"]`` lists them, ``extra["solver"]`` names the one that answered."""
+        start = time.perf_counter()
+        tried: list[str] = []
+        best: SolveResult | None = None
+        for backend in [solver, *(b for b in FULL_FALLBACK if b != solver)]:
+            if tried and time_limit is not None:
+                left = time_limit - (time.perf_counter() - start)
+                if left <= 0:
+                    break
+            else:
+                left = time_limit
+            res = self._solve_full_with(backend, form=form, tol=tol, time_limit=left,
+                                        max_iter=max_iter, verbose=verbose, options=options)
+            tried.append(backend)
+            if best is None or _closer(res, best):
+                best = res
+            if res.is_optimal:
+                break
+        assert best is not None
+        best.extra.update(backends_tried=tried, solver=tried[-1] if best.is_optimal else
+                          best.extra.get("solver", tried[0]))
+        return best
+
+    def _solve_full_with(self, solver: str, *, form: str, tol: float, time_limit: float | None,
+                         max_iter: int | None, verbose: bool,
+                         options: dict[str, Any] | None) -> SolveResult:
+        """One backend's verified solve (:meth:`solve_full`)."""
         form = self._form(form)
         qp, res = self._solve_declared(
             (form,),
@@ -393,6 +438,7 @@ class SVM(Problem):
             )
         res.objective, res.bound = obj, dual
         res.extra["train_accuracy"] = self.train_accuracy(res)
+        res.extra["solver"] = solver
         return self.certify(res, tol=tol, failure=TerminationCondition.NUMERICAL_ERROR)
 
     def _better_alpha(self, a: np.ndarray | None, b: np.ndarray) -> np.ndarray:

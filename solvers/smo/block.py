@@ -88,8 +88,17 @@ def select_block(alpha, grad, y, lo, up, q: int) -> np.ndarray:
     return np.array(sorted(chosen), dtype=np.int64)
 
 
-def _qp_highs(Qbb, c, yb, rhs, lo, up) -> np.ndarray:
-    """min 1/2 a'Qbb a + c'a s.t. yb'a = rhs, lo <= a <= up by HiGHS (no QP regularization)."""
+QP_ITERATIONS_PER_VARIABLE = 50
+"""HiGHS's active-set QP may cycle on a nearly singular Q_BB (a 16-row poly-kernel pair never
+returned): its iterations are capped at this many per block variable (at least 1,000), and a
+subproblem that does not end optimal keeps the block's current point, from which the SMO
+polish solves it (:func:`_polish`)."""
+
+
+def _qp_highs(Qbb, c, yb, rhs, lo, up, a0=None) -> np.ndarray:
+    """min 1/2 a'Qbb a + c'a s.t. yb'a = rhs, lo <= a <= up by HiGHS (no QP regularization);
+    ``a0`` (the block's current point) is returned when HiGHS does not end optimal within its
+    iteration cap (None: raise RuntimeError instead)."""
     import highspy  # here, not at import: SMO alone (``smo_svm``) never loads HiGHS
 
     from solvers.highs_backend import new_highs
@@ -97,6 +106,7 @@ def _qp_highs(Qbb, c, yb, rhs, lo, up) -> np.ndarray:
     q = c.size
     h = new_highs()
     h.setOptionValue("qp_regularization_value", 0.0)
+    h.setOptionValue("qp_iteration_limit", max(1000, QP_ITERATIONS_PER_VARIABLE * q))
     h.addVars(q, lo, up)  # columns with the box bounds
     h.changeColsCost(q, np.arange(q, dtype=np.int32), c)
     h.addRow(rhs, rhs, q, np.arange(q, dtype=np.int32), yb)
@@ -113,6 +123,8 @@ def _qp_highs(Qbb, c, yb, rhs, lo, up) -> np.ndarray:
     h.run()
     status = h.getModelStatus()
     if status != highspy.HighsModelStatus.kOptimal:
+        if a0 is not None:
+            return np.clip(a0, lo, up)
         raise RuntimeError(f"HiGHS QP subproblem ended with {h.modelStatusToString(status)}")
     return np.clip(np.array(h.getSolution().col_value), lo, up)
 
@@ -240,7 +252,7 @@ def _block_loop(qmat: QMatrix, y, lo, up, lin, cent, start: BlockState, q, tol, 
             newB = _entropy_cvxpy(Qbb, c, y[B], rhs, lo[B], up[B], cent[B], solver)
         else:
             if solver in (None, "highs"):
-                newB = _qp_highs(Qbb, c, y[B], rhs, lo[B], up[B])
+                newB = _qp_highs(Qbb, c, y[B], rhs, lo[B], up[B], a0=aB)
             else:
                 newB = _qp_ipm(Qbb, c, y[B], rhs, lo[B], up[B],
                                "cg" if solver == "ipm-nystroem" else "cholesky")

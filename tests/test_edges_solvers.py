@@ -1,0 +1,43 @@
+"""Solves that gave up or hung on small problems the peers fit (issue 30)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from sklearn.datasets import load_iris
+
+from optmodels import SVM, SVMClassifier
+
+# A 16-row pair (two columns) of a poly-kernel multi-class fit on which `block` hung after its
+# first step: HiGHS's active-set QP cycled on the nearly singular Q_BB.
+HANG_X = np.array([
+    [0.8024721613829517, 1.6751540157698468], [0.4413696738749264, 0.6849233797239681],
+    [0.3489973308078653, 2.8484390551697265], [1.1598009602392023, 1.2845661577971987],
+    [1.5456153396812244, 0.45958935832675046], [8.100131804906427, -0.3875484378351528],
+    [9.005251839069206, -1.5287132276880504], [1.6679407040249257, 0.5953609093626013],
+    [8.412029524965885, -0.4211046703854118], [2.027085293094223, 1.3259955304683544],
+    [9.400167302724206, -1.9291802600397439], [11.196197236500971, -0.8506548320500211],
+    [8.85963622926084, -3.078624434925203], [9.283755230741408, -0.5452991295786103],
+    [1.0067145563657853, -0.5223542772410383], [1.5444623838640048, -0.28296852418447527]])
+HANG_Y = np.array([-1, -1, -1, -1, -1, 1, 1, -1, 1, -1, 1, 1, 1, 1, -1, -1], dtype=float)
+
+
+def test_block_does_not_hang_on_a_singular_poly_block():
+    smo = SVM(HANG_X, HANG_Y, kernel="poly", gamma=1.0).solve("smo")
+    block = SVM(HANG_X, HANG_Y, kernel="poly", gamma=1.0).solve("block")
+    assert smo.is_optimal and block.is_optimal
+    assert block.objective == pytest.approx(smo.objective, rel=1e-6)
+    assert block.iterations < 50
+
+
+def test_full_svm_tries_its_other_backends_before_giving_up():
+    X, y = load_iris(return_X_y=True)
+    full = SVMClassifier(kernel="poly", gamma=1.0, strategy="full").fit(X, y)
+    smo = SVMClassifier(kernel="poly", gamma=1.0, strategy="smo",
+                        strategy_options={"tol": 1e-8}).fit(X, y)
+    assert all(r.is_optimal for r in full.result_)
+    # Clarabel alone stops at a relative gap of 1.5e-6 on one of the pairs
+    assert any(r.extra["backends_tried"] != ["clarabel"] for r in full.result_)
+    for r, s in zip(full.result_, smo.result_, strict=True):
+        assert r.objective == pytest.approx(s.objective, rel=1e-6)
+    np.testing.assert_array_equal(full.predict(X), smo.predict(X))
