@@ -36,14 +36,15 @@ import os
 import re
 import warnings
 import zipfile
+from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 import numpy as np
 
 from instances.atomic import atomic_write
-from solvers.validation import check_finite
+from solvers.validation import check_finite, check_int
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -53,6 +54,12 @@ __all__ = ["Data", "DataFileError", "default_names", "load", "save", "SUPPORTED_
 _SVM_EXTS = (".svm", ".libsvm", ".txt")
 SUPPORTED_EXTENSIONS = (".csv", *_SVM_EXTS, ".npz")
 _WEIGHT_COLUMN = "sample_weight"
+
+MAX_SVMLIGHT_FEATURES = 10**7
+"""The most columns an svmlight file may give without ``load(..., n_features=N)``: an index is a
+column number, so one stray index of 2*10^9 would make 2*10^9 columns (and as many feature
+names, about 3.5 GB); the problem classes densify X (8 bytes per row and column)."""
+_INDEX_MAX = 2**31 - 1  # scikit-learn's parser stores indices as C ints
 
 
 class Data(NamedTuple):
@@ -91,7 +98,11 @@ def _format_of(path: Path) -> str:
 
 
 def load(
-    path: str | os.PathLike[str], *, target: str | None = "y", weight: str | None = None
+    path: str | os.PathLike[str],
+    *,
+    target: str | None = "y",
+    weight: str | None = None,
+    n_features: int | None = None,
 ) -> Data:
     """Read a data set, choosing the format from the extension.
 
@@ -111,6 +122,10 @@ def load(
         column/array named ``"sample_weight"`` if there is one (what :func:`save` writes) and
         gives ``sample_weight=None`` otherwise. svmlight weights come from ``# sample_weight:``
         comments.
+    n_features : int or None, default=None
+        svmlight only: the number of columns, at least the largest feature index in the file
+        (zero columns are added up to it). ``None`` takes the largest index (or the file's
+        ``# n_features:`` comment) and refuses one above :data:`MAX_SVMLIGHT_FEATURES`.
 
     Returns
     -------
@@ -124,10 +139,17 @@ def load(
         The file does not exist.
     DataFileError
         (a ``ValueError``) unknown extension, unreadable file, ragged rows, non-numeric
-        values, missing target/weight column; the message names the path and what to do.
+        values, a NUL byte, duplicated column names, missing target/weight column, an svmlight
+        feature index above the column limit; the message names the path and what to do.
     """
     path = Path(path)
     fmt = _format_of(path)
+    n_features = check_int(n_features, "n_features", "load", high=_INDEX_MAX, none_ok=True)
+    if n_features is not None and fmt != "svmlight":
+        raise DataFileError(
+            f"{path}: n_features={n_features} applies to svmlight files only (their column "
+            f"count comes from the largest index); a {fmt} file has its own. Drop it."
+        )
     if not path.exists():
         raise FileNotFoundError(
             f"{path}: no such data file (working directory {Path.cwd()}). Check the path."
@@ -141,8 +163,9 @@ def load(
     reader: dict[str, Callable[..., Data]] = {
         "csv": _load_csv, "svmlight": _load_svmlight, "npz": _load_npz
     }
+    kwargs: dict[str, Any] = {"n_features": n_features} if fmt == "svmlight" else {}
     try:
-        return reader[fmt](path, target=target, weight=weight)
+        return reader[fmt](path, target=target, weight=weight, **kwargs)
     except (OSError, UnicodeDecodeError, csv.Error, zipfile.BadZipFile, _NotNpz) as exc:
         raise DataFileError(
             f"{path}: cannot read the file as {fmt} ({type(exc).__name__}: {exc}). Check that "
@@ -166,13 +189,18 @@ _BOOL_LETTERS = (b"r", b"R", b"l", b"L")
 
 
 def _csv_header(path: Path, raw: bytes) -> tuple[list[str], int, int]:
-    """The header (first line with a non-blank cell): its names, line number and end offset."""
+    """The header (first line with a non-blank cell): its names, line number and end offset.
+
+    Refuses a NUL byte in the lines read and duplicated column names."""
     start, lineno = 0, 0
     while start < len(raw):
         end = raw.find(b"\n", start)
         end = len(raw) if end < 0 else end + 1
         lineno += 1
-        cells = next(csv.reader([raw[start:end].decode("utf-8-sig")]), [])
+        line = raw[start:end].decode("utf-8-sig")
+        if "\x00" in line:
+            _refuse_nul(path, line, lineno, None)
+        cells = next(csv.reader([line]), [])
         if any(c.strip() for c in cells):
             header = [h.strip() for h in cells]
             if all(_is_number(h) for h in header):
@@ -180,9 +208,56 @@ def _csv_header(path: Path, raw: bytes) -> tuple[list[str], int, int]:
                     f"{path}: the first row {cells[:5]} looks numeric, but a header row of "
                     "column names is required (e.g. x1,...,y). Add one."
                 )
+            check_distinct_names(path, header, f"the header (line {lineno})")
             return header, lineno, end
         start = end
     raise DataFileError(f"{path}: the file is empty; a header row and data rows are needed.")
+
+
+def check_distinct_names(source: Any, names: Sequence[str], where: str) -> None:
+    """Raise :class:`DataFileError` when a column name appears more than once in ``names``.
+
+    A reader that keeps one of two equal names (or renames the second, as pandas does to
+    ``x1.1``) would silently fit a model on other columns than the user named; ``where`` says
+    where the names come from (e.g. ``"the header (line 1)"``) and ``source`` is the file."""
+    counts = Counter(names)
+    repeated = [n for n in counts if counts[n] > 1]
+    if repeated:
+        raise DataFileError(
+            f"{source}: column name(s) {', '.join(repr(n) for n in repeated)} appear more than "
+            f"once in {where}; every column needs its own name. Rename the duplicated columns "
+            f"(e.g. {repeated[0]}_2) and load the file again."
+        )
+
+
+def _refuse_nul(path: Path, line: str, lineno: int, header: list[str] | None) -> NoReturn:
+    """Raise for a NUL byte on line ``lineno`` (text ``line``), naming its column if known.
+
+    pandas' C parser ends a cell at a NUL byte (before pandas 3 it reads the cells ``1`` and
+    ``<NUL>2`` as 1 and NaN, and ``2<NUL>`` as 2), so NULs are found in the bytes instead."""
+    where, what = "", "which no column name may hold"
+    if header is not None:
+        what = "so it is not a number"
+        cells = next(csv.reader([line.replace("\x00", "\ufffd")]), [])
+        j = next((j for j, c in enumerate(cells) if "\ufffd" in c), None)
+        if j is not None and j < len(header):
+            where = f", column {header[j]!r}: the cell {cells[j].replace(chr(0xFFFD), chr(0))!r}"
+    raise DataFileError(
+        f"{path}: line {lineno}{where} holds a NUL byte (\\x00), {what}. A CSV file is UTF-8 "
+        "text: remove the byte, or re-save the file as UTF-8 CSV (NUL bytes come from binary "
+        "or UTF-16 files)."
+    )
+
+
+def _check_no_nul(path: Path, header: list[str], raw: bytes, end: int, first_line: int) -> None:
+    """Refuse a NUL byte in the data rows ``raw[end:]`` (one ``bytes.find``: cheap)."""
+    at = raw.find(b"\x00", end)
+    if at < 0:
+        return
+    start = raw.rfind(b"\n", 0, at) + 1
+    stop = raw.find(b"\n", at)
+    line = raw[start:len(raw) if stop < 0 else stop].decode("utf-8", errors="replace")
+    _refuse_nul(path, line, first_line + raw.count(b"\n", end, at) + 1, header)
 
 
 def _csv_records(body: bytes, first_line: int) -> list[tuple[int, list[str]]]:
@@ -202,16 +277,30 @@ def _check_ragged(path: Path, header: list[str], body: bytes, first_line: int) -
             )
 
 
+def exact_float_kwargs() -> dict[str, str]:
+    """``read_csv`` arguments that make pandas' C parser read every decimal as Python's
+    ``float`` does (correctly rounded).
+
+    Before pandas 3 the C parser's default (``float_precision="high"``) reads about a third of
+    shortest-repr floats one ulp off; ``"round_trip"`` is exact there. pandas 3 reads exactly
+    by default and deprecates the argument, so it is passed to older versions only."""
+    import pandas as pd
+
+    major = int(pd.__version__.split(".", 1)[0])
+    return {} if major >= 3 else {"float_precision": "round_trip"}
+
+
 def _read_table(path: Path, first_line: int, k: int, dtype: type) -> Any:
     """pandas' C parser on the rows after line ``first_line``: k unnamed columns."""
     import pandas as pd
 
+    exact = exact_float_kwargs() if dtype is np.float64 else {}
     with warnings.catch_warnings():
         warnings.simplefilter("error", pd.errors.ParserWarning)  # rows longer than the header
         return pd.read_csv(
             path, engine="c", header=None, names=list(range(k)), skiprows=first_line,
             index_col=False, dtype=dtype, keep_default_na=False, na_values=_NAN_CELLS,
-            encoding="utf-8",
+            encoding="utf-8", **exact,
         )
 
 
@@ -239,6 +328,7 @@ def _csv_matrix(path: Path, header: list[str], raw: bytes, end: int, first_line:
     cells named by line and column (the slow paths scan ``raw[end:]`` only on trouble)."""
     import pandas as pd
 
+    _check_no_nul(path, header, raw, end, first_line)
     try:
         if any(raw.find(c, end) >= 0 for c in _BOOL_LETTERS):
             raise ValueError("a cell with letters other than nan/inf")
@@ -262,8 +352,6 @@ def _pick_column(
             f"{path}: no {role} column named {name!r}. Available columns: "
             f"{', '.join(repr(h) for h in header)}. Pass {arg}=<one of these>."
         )
-    if header.count(name) > 1:
-        raise DataFileError(f"{path}: column name {name!r} appears more than once; rename it.")
     return header.index(name)
 
 
@@ -304,42 +392,60 @@ def _one_line(exc: BaseException) -> str:
 _SVM_WEIGHT = re.compile(rb"^([^#\n]*)#[ \t]*" + _WEIGHT_COLUMN.encode() + rb":([^\n]*)", re.M)
 
 
-def _svm_header(raw: bytes) -> tuple[int, list[str] | None]:
-    """``# n_features: p`` and ``# feature_names: a,b`` from the comments before the data."""
-    n_features, names, start = 0, None, 0
+def _svm_header(raw: bytes) -> tuple[int, int, list[str] | None]:
+    """``# n_features: p`` (p and its line number, 0 and 0 without one) and
+    ``# feature_names: a,b`` from the comments before the data."""
+    n_features, n_line, names, start, lineno = 0, 0, None, 0, 0
     while start < len(raw):
         end = raw.find(b"\n", start)
         end = len(raw) if end < 0 else end + 1
+        lineno += 1
         data, _, comment = raw[start:end].decode("utf-8").partition("#")
         if data.strip():
             break
         key, _, value = comment.partition(":")
-        if key.strip() == "n_features" and value.strip().isdigit():
-            n_features = int(value)
+        if key.strip() == "n_features" and re.fullmatch(r"[0-9]+", value.strip()):
+            n_features, n_line = int(value), lineno
         elif key.strip() == "feature_names":
             names = [s.strip() for s in value.split(",")]
         start = end
-    return n_features, names
+    return n_features, n_line, names
 
 
-def _load_svmlight(path: Path, *, target: str | None, weight: str | None) -> Data:
-    """Parse by scikit-learn's ``load_svmlight_file`` (1-based); ``X`` is a CSR matrix."""
+def _load_svmlight(
+    path: Path, *, target: str | None, weight: str | None, n_features: int | None
+) -> Data:
+    """Parse by scikit-learn's ``load_svmlight_file`` (1-based); ``X`` is a CSR matrix.
+
+    The column count (the largest index, or ``n_features``) is checked against its limit
+    before anything per column is built; an index too large for scikit-learn's C parser is
+    found by the slow path, which names its line."""
     import scipy.sparse as sp
     from sklearn.datasets import load_svmlight_file
 
     raw = path.read_bytes()
-    n_features, names = _svm_header(raw)
+    declared, declared_line, names = _svm_header(raw)
+    limit = MAX_SVMLIGHT_FEATURES if n_features is None else n_features
+    if declared > limit:
+        raise DataFileError(
+            f"{path}: line {declared_line}: '# n_features: {declared}' exceeds "
+            f"{_limit_words(n_features)}. {_index_fix(n_features, declared, 'comment')}"
+        )
     try:
         X, y = load_svmlight_file(io.BytesIO(raw), zero_based=False, dtype=np.float64)
-    except ValueError as exc:
-        _diagnose_svmlight(path, raw)
+    except (ValueError, OverflowError) as exc:
+        _diagnose_svmlight(path, raw, limit, n_features)
         raise DataFileError(
             f"{path}: not a valid svmlight file ({_one_line(exc)}). Lines are "
             "'label idx:value ...' with increasing 1-based indices."
         ) from exc
+    if X.shape[1] > limit:
+        _diagnose_svmlight(path, raw, limit, n_features)
+        raise DataFileError(f"{path}: the largest feature index, {X.shape[1]}, exceeds "
+                            f"{_limit_words(n_features)}. {_index_fix(n_features, X.shape[1])}")
     if X.shape[0] == 0:
         raise DataFileError(f"{path}: no data lines found; the file is empty or all comments.")
-    p = max(n_features, X.shape[1] if X.nnz else 0)
+    p = n_features if n_features is not None else max(declared, X.shape[1] if X.nnz else 0)
     X = sp.csr_matrix((X.data, X.indices, X.indptr), shape=(X.shape[0], p))
     X.eliminate_zeros()
     weights = [w.strip().decode("utf-8") for data, w in _SVM_WEIGHT.findall(raw) if data.strip()]
@@ -353,11 +459,32 @@ def _load_svmlight(path: Path, *, target: str | None, weight: str | None) -> Dat
         sw = _floats(path, weights, "sample_weight")
     if names is None or len(names) != p:
         names = default_names(p)
+    check_distinct_names(path, names, "the '# feature_names:' comment")
     return Data(X, None if target is None else y, sw, names)
 
 
-def _diagnose_svmlight(path: Path, raw: bytes) -> None:
-    """Raise for the first bad line scikit-learn refused, naming it (the slow path)."""
+def _limit_words(n_features: int | None) -> str:
+    if n_features is None:
+        return f"the limit of {MAX_SVMLIGHT_FEATURES:,} columns (MAX_SVMLIGHT_FEATURES)"
+    return f"n_features={n_features}"
+
+
+def _index_fix(n_features: int | None, index: int, what: str = "index") -> str:
+    """What to do about a column index (or a declared column count) above the limit."""
+    if index > _INDEX_MAX:
+        return (f"Fix the {what}: svmlight indices go up to {_INDEX_MAX} (scikit-learn's "
+                "parser), and an index is a column number.")
+    if n_features is not None:
+        return f"Fix the {what}, or pass n_features >= {index}."
+    return (f"An svmlight index is a column number, so it would make {index:,} columns "
+            f"({8 * index / 2**30:,.1f} GiB per dense row). Fix the {what}, or, if the data "
+            f"really have that many columns, pass n_features={index}.")
+
+
+def _diagnose_svmlight(path: Path, raw: bytes, limit: int = _INDEX_MAX,
+                       n_features: int | None = None) -> None:
+    """Raise for the first bad line scikit-learn refused (or whose index exceeds ``limit``),
+    naming it (the slow path)."""
     n_data = 0
     for lineno, line in enumerate(raw.decode("utf-8").split("\n"), start=1):
         tokens = line.partition("#")[0].split()
@@ -365,8 +492,19 @@ def _diagnose_svmlight(path: Path, raw: bytes) -> None:
             continue
         n_data += 1
         problem = _svm_line_problem(tokens, n_data)
+        if problem is None:
+            big = _svm_line_max_index(tokens)
+            if big > limit:
+                problem = (f"feature index {big} exceeds {_limit_words(n_features)}. "
+                           f"{_index_fix(n_features, big)}")
         if problem:
             raise DataFileError(f"{path}: line {lineno}: {problem}")
+
+
+def _svm_line_max_index(tokens: list[str]) -> int:
+    """The largest feature index of a well-formed line's tokens (0 without features)."""
+    feats = tokens[2:] if len(tokens) > 1 and tokens[1].startswith("qid:") else tokens[1:]
+    return max((int(t.partition(":")[0]) for t in feats), default=0)
 
 
 def _svm_line_problem(tokens: list[str], n_data: int) -> str | None:
@@ -458,6 +596,7 @@ def _load_npz(path: Path, *, target: str | None, weight: str | None) -> Data:
         raise DataFileError(f"{path}: sample_weight has shape {sw.shape}, expected {rows}.")
     if names is None or len(names) != X.shape[1]:
         names = default_names(X.shape[1])
+    check_distinct_names(path, names, "the 'feature_names' array")
     return Data(X, y, sw, names)
 
 

@@ -32,7 +32,14 @@ from typing import Any
 
 import numpy as np
 
-from instances.io import _WEIGHT_COLUMN, Data, DataFileError, default_names
+from instances.io import (
+    _WEIGHT_COLUMN,
+    Data,
+    DataFileError,
+    check_distinct_names,
+    default_names,
+    exact_float_kwargs,
+)
 
 __all__ = ["is_lazy_source", "load_lazy"]
 
@@ -113,28 +120,63 @@ def _load_npy(paths: list[str], with_target: bool) -> Data:
 
 
 def _read_parquet(folder: Path) -> Any:
+    """The Parquet files of ``folder`` as a Dask DataFrame; a file whose schema repeats a
+    column name is named (pyarrow refuses it with a message that does not say which)."""
     import dask.dataframe as dd
 
     try:
         return dd.read_parquet(str(folder))
     except (OSError, ValueError) as exc:
+        _check_parquet_names(folder)
         raise DataFileError(f"{folder}: cannot read the directory as Parquet files ({exc}); "
                             "pass a directory of .parquet files or a glob of .npy chunks.") from exc
 
 
+def _check_parquet_names(folder: Path) -> None:
+    """Refuse the first Parquet file of ``folder`` whose schema repeats a column name (only
+    the footers are read)."""
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        return
+    for file in sorted(folder.rglob("*.parquet")):
+        try:
+            names = pq.read_schema(file).names
+        except (OSError, ValueError):
+            continue
+        check_distinct_names(file, names, "its Parquet schema")
+
+
 def _read_csv(paths: list[str], text: str) -> Any:
+    """The CSV files as a Dask DataFrame, after checking each header for repeated names
+    (pandas would rename the second ``x1`` to ``x1.1`` and fit on it silently)."""
     import dask.dataframe as dd
 
+    for path in paths:
+        check_distinct_names(path, _csv_header_names(path), "its header")
     try:
-        return dd.read_csv(paths)
+        return dd.read_csv(paths, **exact_float_kwargs())
     except (OSError, ValueError) as exc:
         raise DataFileError(f"{text}: cannot read the files as CSV with a header row ({exc}); "
                             "check the files, or write them as Parquet.") from exc
 
 
+def _csv_header_names(path: str) -> list[str]:
+    """The column names of a CSV file's first line (as pandas reads them: header row 0)."""
+    import csv
+
+    try:
+        with open(path, encoding="utf-8-sig", newline="") as fh:
+            return [name.strip() for name in next(csv.reader(fh), [])]
+    except (OSError, UnicodeDecodeError, csv.Error) as exc:
+        raise DataFileError(f"{path}: cannot read its header row ({exc}); check that it is a "
+                            "UTF-8 CSV file with a header row.") from exc
+
+
 def _load_frame(df: Any, folder: str, *, target: str | None, weight: str | None) -> Data:
     """``Data`` over the columns of a Dask DataFrame (``folder``: the source, for messages)."""
     columns = [str(c) for c in df.columns]
+    check_distinct_names(folder, columns, "its columns")
     if target is not None and target not in columns:
         raise DataFileError(f"{folder}: no target column {target!r}; columns present: "
                             f"{columns}. Pass --target <one of these>.")

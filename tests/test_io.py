@@ -378,7 +378,7 @@ def test_csv_matches_reference_reader_on_generated_file(tmp_path):
     for i, j, text in [(3, 0, ""), (5, 1, "nan"), (8, 2, " -inf "), (9, 3, "NaN"), (11, 4, "7"),
                        (12, 5, "1e-320"), (13, 0, "Infinity"), (14, 1, " 2.5")]:
         cells[i][j] = text
-    lines = ['a,"b, quoted", c ,a,d,e,y,sample_weight']
+    lines = ['a,"b, quoted", c ,a2,d,e,y,sample_weight']  # repeated names are refused
     for i, row in enumerate(cells):
         lines.append(",".join(row))
         if i % 97 == 0:
@@ -390,7 +390,7 @@ def test_csv_matches_reference_reader_on_generated_file(tmp_path):
     np.testing.assert_array_equal(d.X, A[:, :p])
     np.testing.assert_array_equal(d.y, A[:, p])
     np.testing.assert_array_equal(d.sample_weight, A[:, p + 1])
-    assert d.feature_names == header[:p] == ["a", "b, quoted", "c", "a", "d", "e"]
+    assert d.feature_names == header[:p] == ["a", "b, quoted", "c", "a2", "d", "e"]
     assert d.X.flags.c_contiguous and d.X.dtype == np.float64
 
 
