@@ -11,15 +11,23 @@ make_lad            linear model with heavy-tailed noise and gross outliers in `
 make_classification two Gaussian clouds a chosen distance apart, optional label noise
 make_sklr_synth     the 2-D "Synth" set of the sparse-KLR paper (linear kernel, overlapping)
 make_weights        integer or uniform sample weights
+
+Before drawing, :func:`check_size` refuses (a ``ValueError`` naming ``n`` and ``p``) an instance
+whose arrays would not fit in the memory available, instead of numpy's ``MemoryError``
+("Unable to allocate 72.8 TiB") after a long wait or the system swapping.
 """
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
+from solvers.errors import DataError
 from solvers.validation import check_choice, check_int, check_nonnegative, check_number, invalid
 
-__all__ = ["make_lad", "make_classification", "make_sklr_synth", "make_weights", "NOISE_KINDS"]
+__all__ = ["make_lad", "make_classification", "make_sklr_synth", "make_weights", "NOISE_KINDS",
+           "available_memory", "check_size"]
 
 #: Noise laws accepted by :func:`make_lad`; all are symmetric about 0, so their median is 0.
 NOISE_KINDS = ("laplace", "t3", "normal", "cauchy")
@@ -32,6 +40,49 @@ _WEIGHT_KINDS = ("integer", "uniform")
 def _rng(func: str, seed: object) -> np.random.Generator:
     """numpy's generator for a seed that is a non-negative int or None."""
     return np.random.default_rng(check_int(seed, "seed", func, low=0, none_ok=True))
+
+
+def available_memory() -> tuple[float, str]:
+    """(bytes, what they are): the memory available to new arrays by ``psutil`` when it is
+    installed, else the machine's physical memory (``os.sysconf``), else infinity."""
+    try:
+        import psutil
+    except ImportError:
+        pass
+    else:
+        return float(psutil.virtual_memory().available), "memory available"
+    try:
+        return float(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")), "physical memory"
+    except (ValueError, OSError, AttributeError):
+        return float("inf"), "memory"
+
+
+def _size(nbytes: float) -> str:
+    """Bytes in binary units: ``72.8 TiB``."""
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if nbytes < 1024 or unit == "PiB":
+            return f"{nbytes:,.1f} {unit}"
+        nbytes /= 1024
+    raise AssertionError("unreachable")
+
+
+def check_size(owner: str, n: object, p: object, *, copies: float = 1.0,
+               names: tuple[str, str] = ("n", "p")) -> tuple[int, int]:
+    """``(n, p)`` as ints >= 1, or a DataError (before anything is allocated) when the
+    generator's peak, ``copies`` float64 arrays of n x p plus two of n, exceeds
+    :func:`available_memory`. ``names`` are the arguments as the caller spells them."""
+    n = check_int(n, names[0], owner)
+    p = check_int(p, names[1], owner)
+    need = 8.0 * (copies * n * p + 2 * n)
+    have, what = available_memory()
+    if need > have:
+        raise DataError(
+            f"The {names[0]!r} and {names[1]!r} parameters of {owner} are too large: "
+            f"{names[0]}={n:,} rows and {names[1]}={p:,} columns need {_size(need)} "
+            f"({copies:g} float64 array(s) of {n:,} x {p:,} at the generator's peak), more than "
+            f"the {_size(have)} of {what}. Lower {names[0]} or {names[1]}."
+        )
+    return n, p
 
 
 # --- generators ---------------------------------------------------------------------------
@@ -109,8 +160,7 @@ def make_lad(
     ((50, 3), (50,), (3,), 1.0)
     """
     f = "make_lad"
-    n = check_int(n, "n", f)
-    p = check_int(p, "p", f)
+    n, p = check_size(f, n, p, copies=1)
     noise = check_choice(noise, "noise", f, NOISE_KINDS)
     noise_scale = check_nonnegative(noise_scale, "noise_scale", f)
     outlier_fraction = check_number(outlier_fraction, "outlier_fraction", f, low=0.0, high=1.0,
@@ -197,7 +247,7 @@ def make_classification(
     """
     f = "make_classification"
     n = check_int(n, "n", f, low=2)
-    p = check_int(p, "p", f)
+    n, p = check_size(f, n, p, copies=2)
     separation = check_nonnegative(separation, "separation", f)
     label_noise = check_number(label_noise, "label_noise", f, low=0.0, high=1.0, closed="left")
     n_neg, n_pos = _class_sizes(f, n, weights)
