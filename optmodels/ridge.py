@@ -198,7 +198,6 @@ class Ridge(Problem):
 
     def closed_form(self) -> np.ndarray:
         """x* by Cholesky of A'A + alpha I (d <= n) or A'(AA' + alpha I)^{-1} b (n < d)."""
-        import scipy.linalg as sla
 
         A, b, lam = self.Aw, self.bw, self.alpha
         if self.lazy:
@@ -206,23 +205,19 @@ class Ridge(Problem):
         sparse = isinstance(A, CentredSparse)
         if self.p <= self.n:
             H = A.gram() if sparse else A.T @ A
-            H[np.diag_indices_from(H)] += lam
-            return sla.cho_solve(sla.cho_factor(H, lower=True), A.T @ b)
+            return shifted_spd_solve(H, lam, A.T @ b)
         G = A.outer() if sparse else A @ A.T
-        G[np.diag_indices_from(G)] += lam
-        return A.T @ sla.cho_solve(sla.cho_factor(G, lower=True), b)
+        return A.T @ shifted_spd_solve(G, lam, b)
 
     def _dask_closed_form(self) -> np.ndarray:
         """x* = (Aw'Aw + alpha I)^{-1} Aw'bw with Aw'Aw summed over the chunks (d <= n)."""
-        import scipy.linalg as sla
 
         from solvers.dask_rows import DaskRows
 
         if self.p > self.n:
             self.require_in_memory(f"The closed form with d > n ({self.p} > {self.n})")
         H = DaskRows(self.Aw).gram()
-        H[np.diag_indices_from(H)] += self.alpha
-        return sla.cho_solve(sla.cho_factor(H, lower=True), self._atb())
+        return shifted_spd_solve(H, self.alpha, self._atb())
 
     def qp(self, form: str = "residual") -> QPData:
         """The residual-form QP of the module docstring (variables x then r)."""
@@ -290,6 +285,23 @@ class Ridge(Problem):
         grad = self.relative_gradient(res.x)
         res.extra.update(intercept=self.intercept(res.x), relative_gradient=grad)
         return self.certify(res, tol=tol, failure=TerminationCondition.NUMERICAL_ERROR)
+
+
+def shifted_spd_solve(M: np.ndarray, shift: float, rhs: np.ndarray) -> np.ndarray:
+    """(M + shift I)^{-1} rhs for a symmetric positive semidefinite Gram matrix M (changed in
+    place), by Cholesky; when the factorisation fails (a shift near round-off of a singular M:
+    centred rows with alpha = 1e-16), by the eigendecomposition M = V diag(w) V' with w clipped
+    at 0, i.e. V diag(1 / (w + shift)) V' rhs (the exact solution of the same system, no
+    LinAlgError; its certificate then says how accurate it is)."""
+    import scipy.linalg as sla
+
+    M[np.diag_indices_from(M)] += shift
+    try:
+        return sla.cho_solve(sla.cho_factor(M, lower=True), rhs)
+    except np.linalg.LinAlgError:
+        M[np.diag_indices_from(M)] -= shift
+        w, V = np.linalg.eigh(M)
+        return V @ ((V.T @ rhs) / (np.maximum(w, 0.0) + shift))
 
 
 def _centred_weighted(

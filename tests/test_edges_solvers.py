@@ -41,3 +41,28 @@ def test_full_svm_tries_its_other_backends_before_giving_up():
     for r, s in zip(full.result_, smo.result_, strict=True):
         assert r.objective == pytest.approx(s.objective, rel=1e-6)
     np.testing.assert_array_equal(full.predict(X), smo.predict(X))
+
+
+@pytest.mark.parametrize("alpha", [1e-16, 1e-8, 1e-3])
+def test_ridge_full_on_sparse_wide_centred_data_matches_svd(alpha):
+    import scipy.sparse as sp
+    from sklearn.linear_model import Ridge
+
+    from optmodels import RidgeRegressor
+
+    X = sp.random(20, 100, density=0.1, random_state=0, format="csr")
+    y = np.random.default_rng(0).normal(size=20)
+    # X X' of the 20 centred rows has rank 19: Cholesky of it + 1e-16 I raised LinAlgError
+    ours = RidgeRegressor(alpha=alpha, strategy="full").fit(X, y)
+    ref = Ridge(alpha=alpha, solver="svd").fit(X.toarray(), y)
+    assert ours.result_.is_optimal
+    np.testing.assert_allclose(ours.coef_, ref.coef_, rtol=0, atol=1e-10)
+    np.testing.assert_allclose(ours.predict(X), ref.predict(X.toarray()), rtol=0, atol=1e-10)
+
+
+def test_svm_classifier_refuses_newton_with_the_reason():
+    from solvers.errors import DataError
+
+    X, y = load_iris(return_X_y=True)
+    with pytest.raises(DataError, match="squared-hinge.*loss='squared_hinge'"):
+        SVMClassifier(strategy="newton").fit(X, y)

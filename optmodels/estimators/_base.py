@@ -27,6 +27,7 @@ from optmodels.strategies import (
     strategies_for,
 )
 from optmodels.validation import Param, validate_params
+from solvers.errors import DataError
 from solvers.result import SolveResult, TerminationCondition
 from solvers.rows import any_dask, is_dask
 from solvers.validation import check_sample_weight
@@ -63,10 +64,19 @@ class OptEstimator(BaseEstimator):
         parameter, its accepted values and the value given)."""
         table = {**self._HYPER, "strategy": self._strategy_param()}
         given = {name: getattr(self, name) for name in table}
+        why = self._REFUSED_STRATEGIES.get(given["strategy"])
+        if why is not None:
+            raise DataError(f"The 'strategy' parameter of {type(self).__name__} cannot be "
+                            f"{given['strategy']!r}: {why}")
         return validate_params(type(self).__name__, table, given)
 
+    _REFUSED_STRATEGIES: ClassVar[dict[str, str]] = {}
+    """Strategies of the problem that this estimator cannot run, with the reason and the fix
+    (left out of the accepted choices)."""
+
     def _strategy_param(self) -> Param:
-        names = tuple(strategies_for(self._PROBLEM.NAME))
+        names = tuple(s for s in strategies_for(self._PROBLEM.NAME)
+                      if s not in self._REFUSED_STRATEGIES)
         if not self.AUTO_STRATEGIES:
             return Param("choice", "full", "solution strategy", choices=names)
         return Param("choice", AUTO_STRATEGY, "solution strategy", choices=(AUTO_STRATEGY, *names))

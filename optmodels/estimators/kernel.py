@@ -411,6 +411,11 @@ class SVMClassifier(_PairClassifier):
     _PROBLEM: ClassVar[type] = SVM
     AUTO_STRATEGIES: ClassVar[tuple[str, ...]] = ("ipm", "smo")
     _ACCEPTS_DASK: ClassVar[bool] = True  # binary linear AID only: see _fit_dask
+    _REFUSED_STRATEGIES: ClassVar[dict[str, str]] = {
+        "newton": "it solves the squared-hinge SVM, and SVMClassifier fits the hinge loss (as "
+                  "SVC). Use strategy 'auto', 'ipm', 'smo' or 'full', or solve "
+                  "SVM(X, y, loss='squared_hinge') with strategy='newton'.",
+    }
     _HYPER: ClassVar[dict[str, Param]] = {
         "C": SVM.PARAMS["C"],
         **_kernel_hyper(SVM),
