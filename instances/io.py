@@ -6,12 +6,14 @@
 ``.csv``                  header row of column names, one numeric row per data point; the target
                           and (optional) weight columns are chosen by name, every other column
                           is a feature. Empty cells and ``nan`` read as NaN. Parsed by pandas'
-                          C parser (cells read as Python's ``float`` would read them).
+                          C parser (cells read as Python's ``float`` would read them, on every
+                          pandas). Repeated column names and NUL bytes are refused.
 ``.svm .libsvm .txt``     svmlight/LIBSVM: ``label idx:value idx:value ...`` per line, indices
                           1-based and increasing, zeros omitted, a ``qid:`` after the label
                           ignored, ``#`` starts a comment. Parsed by scikit-learn's
                           ``load_svmlight_file``; ``X`` comes back as a ``scipy.sparse`` CSR
-                          matrix (the problem classes densify it).
+                          matrix (the problem classes densify it). At most
+                          :data:`MAX_SVMLIGHT_FEATURES` (10^7) columns unless ``n_features``.
 ``.npz``                  NumPy archive with arrays ``X``, ``y`` and optionally ``sample_weight``
                           and ``feature_names``.
 ========================  ======================================================================
