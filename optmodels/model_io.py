@@ -423,6 +423,8 @@ def _header_problem(header: dict[str, Any], classifier: bool) -> str | None:
             return f"the kernel {kernel!r} is not {{name, gamma, degree, coef0}}"
         if header["n_iter"] is not None:
             return "n_iter is set for a classifier (its iterations are per pair, n_iter_)"
+    elif any(header[key] is not None for key in ("classes", "classes_dtype", "kernel")):
+        return "a regressor's header has classes or a kernel"
     elif not (_is(header["n_iter"], int) and header["n_iter"] >= 0):
         return f"n_iter is {header['n_iter']!r}, not a count >= 0"
     fits, solves = header["fit"], k * (k - 1) // 2 if classifier else 1
