@@ -4,9 +4,28 @@ The files are written here, not by HiGHS's writer: HiGHS 1.16 writes a blank NAM
 names for the fixed layout but writes longer ones anyway (its fixed-format reader then merges
 columns), relies on a negative UP bound to mean "lower bound -inf" (the fixed reader applies that
 rule, the free one does not), writes a free row as an extra N row (both readers drop it) and
-splits a ranged row into two rows in LP files. Every file written here reads back, through both
-of HiGHS's MPS parsers (``mps_parser_type_free`` True/False) and its LP reader, as the same model:
-same columns and rows in the same order, same bounds, same optimum.
+splits a ranged row into two rows in LP files. Every file written here reads back as the same
+model (same columns and rows in the same order, same bounds, same optimum) through HiGHS's LP
+reader or free MPS parser (``mps_parser_type_free=True``) and through SCIP's LP and MPS readers;
+``mps_format="fixed"`` files also through HiGHS's fixed MPS parser (``mps_parser_type_free=False``).
+
+Free or fixed MPS: both layouts pad names to the fixed columns (5-12, 15-22; values from column
+25), a longer name pushing the rest of its line right, and only ``mps_format="fixed"`` keeps every
+name within 8 characters. A fixed-format reader takes exactly 8 characters per name field and
+the value from column 25, so the longer names of a free file (``stationarity_0``, ``residual_0``,
+labelled columns) are cut (``stationarity_0`` .. ``stationarity_3`` all become ``stationa``)
+and the value is read from inside the name (``ity_0  0.12...`` reads as 0): HiGHS's fixed
+parser then drops every coefficient of those rows, without an error, and the LAD dual loses its
+constraints (optimum -sum|y| instead of minus the LAD objective). A free file whose names all
+fit 8 characters (``x_0``, ``r_0``) is also a valid fixed file. :func:`read` and
+:func:`read_highs` refuse, naming the line, a file not in the fixed layout when asked for
+``mps_parser="fixed"``. Fixed values take at most 15 characters (columns 25-39, 12 or more
+significant digits), which HiGHS's and SCIP's readers take whole; the punched-card layout ends
+the value field at column 36, so a reader that cuts there would misread values longer than 12
+characters.
+
+LP files write a square as ``x^2`` inside ``[ ... ] / 2``: SCIP 10 refuses ``x ^ 2`` (spaces
+around the caret), which HiGHS reads; both read ``x^2``, the form of the CPLEX LP examples.
 
 Names (deterministic; the map is returned in :class:`ExportResult`):
 
@@ -435,7 +454,7 @@ def _write_lp(fh: IO[str], qp: QPData, cols: list[str], rows: list[str], name: s
             span = slice(H.indptr[j], H.indptr[j + 1])
             for i, v in zip(H.indices[span].tolist(), H.data[span].tolist(), strict=True):
                 # [ ... ] / 2 holds x'Px: P_jj x_j^2 and 2 P_ij x_i x_j for i > j.
-                quad.append(f"{cols[j]} ^ 2" if i == j else f"{cols[i]} * {cols[j]}")
+                quad.append(f"{cols[j]}^2" if i == j else f"{cols[i]} * {cols[j]}")
                 quad[-1] = ("+" if v >= 0 else "") + f"{_num(v if i == j else 2 * v)} {quad[-1]}"
         terms += ["+ ["] + quad + ["] / 2"]
     if qp.offset != 0:
@@ -473,7 +492,8 @@ def read_highs(
 ) -> Any:
     """Validate an MPS/LP file (:mod:`optmodels.file_checks`) and read it into ``highspy.Highs``.
 
-    ``mps_parser`` picks HiGHS's ``"free"`` or ``"fixed"`` MPS reader. Raises
+    ``mps_parser`` picks HiGHS's ``"free"`` or ``"fixed"`` MPS reader; a file that is not in the
+    fixed layout is refused for ``"fixed"`` (:func:`check_fixed_layout`) rather than misread. Raises
     ``FileNotFoundError``, ``ValueError`` with ``FILE:LINE: reason`` for a malformed file, and
     :class:`ExportError` if HiGHS still refuses it (``verbose=True`` shows HiGHS's message).
     """
@@ -495,6 +515,8 @@ def _read(p: Path, mps_parser: str, verbose: bool) -> tuple[Any, str]:
         name = p.stem
     else:
         raise ValueError(f"Cannot read {p.name!r}: use a .mps or .lp file.")
+    if suffix == ".mps" and mps_parser == "fixed":
+        check_fixed_layout(p)
     h = new_highs(verbose)
     h.setOptionValue("mps_parser_type_free", mps_parser == "free")
     if h.readModel(str(p)) not in (highspy.HighsStatus.kOk, highspy.HighsStatus.kWarning):
@@ -503,6 +525,48 @@ def _read(p: Path, mps_parser: str, verbose: bool) -> tuple[Any, str]:
             "read_highs(path, verbose=True) shows HiGHS's message."
         )
     return h, name
+
+
+_FIXED_SECTIONS = ("ROWS", "COLUMNS", "RHS", "RANGES", "BOUNDS", "QUADOBJ", "QMATRIX", "QSECTION")
+_NAME_GAPS = (0, 3, 12, 13, 22, 23)  # 0-based columns a fixed data line leaves blank
+_VALUE_START = 24  # 0-based: a fixed reader takes the first value from column 25
+
+
+def check_fixed_layout(path: str | os.PathLike[str]) -> None:
+    """Refuse an MPS file that a fixed-format reader would misread, naming the first bad line.
+
+    A fixed reader takes names from columns 5-12 and 15-22 and the value from column 25 on,
+    whatever the spaces say, so a longer name or a shifted field gives a different model with
+    no error (see the module docstring). A data line of ROWS, COLUMNS, RHS, RANGES, BOUNDS,
+    QUADOBJ, QMATRIX or QSECTION must therefore be blank in columns 1, 4, 13-14 and 23-24, hold
+    no tab, and (ROWS) end by column 12 or (other than BOUNDS) carry a value from column 25.
+    Integer ``'MARKER'`` lines are not checked. Raises ``ValueError`` ``FILE:LINE: reason``.
+    """
+    section = ""
+    with open(path, encoding="utf-8", errors="replace") as fh:
+        for lineno, raw in enumerate(fh, 1):
+            line = raw.rstrip()
+            if not line or line.startswith("*"):
+                continue
+            if not line[0].isspace():
+                section = line.split()[0].upper()
+                continue
+            if section not in _FIXED_SECTIONS or "'MARKER'" in line:
+                continue
+            gaps = _NAME_GAPS[:2] if section == "ROWS" else _NAME_GAPS
+            bad = (
+                "\t" in line
+                or any(k < len(line) and line[k] != " " for k in gaps)
+                or (section == "ROWS" and len(line) > 12)
+                or (section not in ("ROWS", "BOUNDS") and len(line) <= _VALUE_START)
+            )
+            if bad:
+                raise ValueError(
+                    f"{path}:{lineno}: not in the fixed MPS layout (names of at most 8 characters "
+                    "in columns 5-12 and 15-22, the value from column 25), so a fixed-format "
+                    "reader would misread it; read it with mps_parser='free', or write it with "
+                    "mps_format='fixed'."
+                )
 
 
 def read(path: str | os.PathLike[str], *, mps_parser: str = "free") -> QPData:
