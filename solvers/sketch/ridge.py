@@ -453,7 +453,10 @@ def solve_ridge(
         paper's iterative experiment), 500 for pcg-* (CG reaching tol).
     tol : float
         Stop with OPTIMAL once ``||grad f(x)|| <= tol * (||A'A x|| + gamma ||x|| + ||A'b||)``
-        (scale invariant; see the module docstring).
+        (scale invariant; see the module docstring). It bounds the relative gradient, not the
+        error in x: a faster sketch meets it in fewer iterations, at an x error up to
+        ``extra["x_error_bound"]``. ``tol=0`` runs all ``max_iter`` iterations (the paper's
+        fixed-iteration experiment).
     x_star : ndarray (d,), optional
         The exact solution; when given, the history records ``||x_t - x*|| / ||x*||``.
     seed : int
