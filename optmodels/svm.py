@@ -56,19 +56,33 @@ KERNEL_PARAMS: dict[str, Param] = {
 
 
 def build_kernel(params: dict[str, Any], X: np.ndarray) -> Kernel:
-    """The :class:`Kernel` a problem's parameters describe (``gamma='scale'`` resolved on X;
-    a sparse X gives the same var(X) = mean(X^2) - mean(X)^2 without densifying)."""
-    if is_scipy_sparse(X) and params["gamma"] == "scale":
-        var = float(X.multiply(X).mean() - X.mean() ** 2)
-        gamma: Any = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
-    else:
-        gamma = params["gamma"]
+    """The :class:`Kernel` a problem's parameters describe (``gamma='scale'`` resolved on X by
+    :func:`~optmodels.validation.resolve_gamma`; the linear and precomputed kernels have no
+    width, and theirs is never computed)."""
+    if params["kernel"] != "precomputed":
+        check_kernel_range(X)
+    no_width = params["kernel"] in ("precomputed", "linear")
     return Kernel(
         params["kernel"],
-        resolve_gamma(gamma, X) if params["kernel"] != "precomputed" else 1.0,
+        1.0 if no_width else resolve_gamma(params["gamma"], X),
         params["degree"],
         params["coef0"],
     )
+
+
+def check_kernel_range(X: Any) -> None:
+    """Kernel values x'z sum p products of entries of X: entries above sqrt(max float / p)
+    overflow them (a column scaled by 1e300 gave inf kernel values, then a message about
+    gamma). DataError naming X and the fix (dense or scipy sparse X; Dask X: not checked)."""
+    if any_dask(X):
+        return
+    data = X.data if is_scipy_sparse(X) else np.asarray(X)
+    top = float(np.abs(data).max()) if data.size else 0.0
+    limit = float(np.sqrt(np.finfo(float).max / max(X.shape[1], 1)))
+    if top > limit:
+        raise DataError(
+            f"X has entries up to {top:.3g}: kernel values x'z over its {X.shape[1]} features "
+            f"overflow float64 above {limit:.3g}. Rescale the features (e.g. StandardScaler).")
 
 
 def check_n_features(X: np.ndarray, expected: int, owner: str) -> None:

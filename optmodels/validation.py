@@ -88,14 +88,40 @@ def parse_param_strings(pairs: list[str]) -> dict[str, str]:
     return out
 
 
-def resolve_gamma(gamma: Any, X: np.ndarray) -> float:
-    """scikit-learn's RBF width: 'scale' = 1 / (p var(X)), 'auto' = 1 / p, or the float given."""
-    if gamma == "scale":
-        var = float(X.var())
-        return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+def resolve_gamma(gamma: Any, X: Any, weights: np.ndarray | None = None) -> float:
+    """scikit-learn's RBF width: 'scale' = 1 / (p var_w(X)), 'auto' = 1 / p, or the float given.
+
+    var_w is the variance of all entries of X with row weights w (SVC's var(X) for equal
+    weights; with it an integer weight equals repeated rows), computed without densifying a
+    sparse X; 'scale' is 1 when that variance is 0. A variance that overflows float64 (or a
+    width that underflows to 0) is a DataError naming X and the fix."""
     if gamma == "auto":
         return 1.0 / X.shape[1]
-    return float(gamma)
+    if gamma != "scale":
+        return float(gamma)
+    var = _weighted_variance(X, weights)
+    width = 1.0 / (X.shape[1] * var) if var > 0 else 1.0
+    if not (np.isfinite(var) and np.isfinite(width) and width > 0):
+        raise DataError(
+            f"gamma='scale' is 1 / (n_features * var(X)), and the variance of X ({var:.3g}) "
+            "is out of float64's range for it; rescale the features (e.g. StandardScaler) or "
+            "pass a numeric gamma.")
+    return width
+
+
+def _weighted_variance(X: Any, weights: np.ndarray | None) -> float:
+    """The variance of all entries of X, rows weighted by ``weights`` (None: equal)."""
+    import scipy.sparse as sp
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        if weights is None and not sp.issparse(X):
+            return float(np.asarray(X).var())
+        w = np.ones(X.shape[0]) if weights is None else np.asarray(weights, dtype=float)
+        total = float(w.sum()) * X.shape[1]
+        mean = float((w @ X).sum()) / total
+        if sp.issparse(X):  # sum w (x - mean)^2 = sum w x^2 - total mean^2
+            return float((w @ X.multiply(X)).sum()) / total - mean * mean
+        return float((w @ (X - mean) ** 2).sum()) / total
 
 
 ParamTable = Mapping[str, Param]

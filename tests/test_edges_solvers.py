@@ -66,3 +66,31 @@ def test_svm_classifier_refuses_newton_with_the_reason():
     X, y = load_iris(return_X_y=True)
     with pytest.raises(DataError, match="squared-hinge.*loss='squared_hinge'"):
         SVMClassifier(strategy="newton").fit(X, y)
+
+
+def test_klr_class_weight_beyond_the_open_box_is_a_data_error():
+    from sklearn.datasets import make_classification
+
+    from optmodels import KLRClassifier
+    from solvers.errors import DataError
+
+    X, y = make_classification(100, 5, random_state=0)
+    # within the open box's range it fits and certifies
+    assert KLRClassifier(class_weight={1: 1e8}).fit(X, y).result_.is_optimal
+    for weight in (1e20, 1e300):  # was "'alpha0' must lie inside the box"
+        with pytest.raises(DataError, match="class weights.*ratio of about 1e11"):
+            KLRClassifier(class_weight={1: weight}).fit(X, y)
+
+
+@pytest.mark.parametrize("kernel", ["linear", "rbf", "poly"])
+def test_svm_on_overflowing_features_names_x_and_the_fix(kernel):
+    from sklearn.datasets import make_classification
+
+    from solvers.errors import DataError
+
+    X, y = make_classification(100, 5, random_state=0)
+    X[:, 0] *= 1e300  # was a message about gamma, which was never set
+    with pytest.raises(DataError, match="(?s)X.*StandardScaler"):
+        SVMClassifier(kernel=kernel).fit(X, y)
+    with pytest.raises(DataError, match="X has entries up to"):
+        SVM(X, np.where(y > 0, 1.0, -1.0), kernel=kernel, gamma=1.0)

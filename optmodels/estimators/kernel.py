@@ -147,7 +147,10 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
     ) -> dict[str, Any]:
         """The problem's parameters, with gamma resolved once on all rows (as SVC does)."""
         params = {k: hyper[k] for k in self._PROBLEM.PARAMS if k in hyper}
-        params["gamma"] = weighted_gamma(hyper["gamma"], X, weights)
+        if hyper["kernel"] in ("linear", "precomputed"):  # no width: never computed
+            params["gamma"] = 1.0
+        else:
+            params["gamma"] = resolve_gamma(hyper["gamma"], X, weights)
         return params
 
     def _warm_alphas(self, strategy: str, options: dict, codes: np.ndarray) -> list:
@@ -280,21 +283,6 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
 
     def _fit_probabilities(self, X, codes, weights, fits) -> None:
         """Hook for SVMClassifier's Platt scaling."""
-
-
-def weighted_gamma(gamma: Any, X: np.ndarray, w: np.ndarray) -> float:
-    """gamma='scale' as 1 / (p var_w(X)), the variance of all entries of X with row weights w
-    (SVC's 1 / (p var(X)) for equal weights; with it an integer weight equals repeated rows);
-    1 when that variance is 0. 'auto' and numbers as :func:`optmodels.validation.resolve_gamma`."""
-    if not (isinstance(gamma, str) and gamma == "scale"):
-        return resolve_gamma(gamma, X)
-    total = float(w.sum()) * X.shape[1]
-    mean = float((w @ X).sum()) / total
-    if sp.issparse(X):  # sum w (x - mean)^2 = sum w x^2 - total mean^2, without densifying
-        var = float((w @ X.multiply(X)).sum()) / total - mean * mean
-    else:
-        var = float((w @ (X - mean) ** 2).sum()) / total
-    return 1.0 / (X.shape[1] * var) if var > 0 else 1.0
 
 
 def ovr_decision(d: np.ndarray, k: int) -> np.ndarray:

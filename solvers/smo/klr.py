@@ -170,6 +170,7 @@ def prepare_klr(
             raise DataError(f"'bound_tol' (gamma) must be < C / 2 = {C / 2}; got {bound_tol!r}.")
         lower = g * s[keep]
     upper = Ci - lower
+    _check_balance(y_pm[keep], lower, upper, bound_tol)
     idx = np.flatnonzero(keep)
     if kernel.name == "precomputed":
         if X.shape[1] != n:
@@ -393,6 +394,30 @@ def pilot_start(prob: KLRProblem, lam: float) -> np.ndarray:
 def _pilot_rows(n: int) -> int:
     """|S| = max(PILOT_MIN_ROWS, PILOT_SHARE n), at most n."""
     return min(n, max(PILOT_MIN_ROWS, int(PILOT_SHARE * n)))
+
+
+def _check_balance(y: np.ndarray, lower: np.ndarray, upper: np.ndarray, bound_tol: Any) -> None:
+    """The dual has a point with y'alpha = 0 inside the box only if each class's lower bounds
+    sum to less than the other class's upper bounds. With the open box's floor
+    (OPEN_BOX_EPS C_i) that fails when one class's C_i = C s_i (class weights included) sum to
+    about 10^12 times the other's (a class weight of 1e20 did, and SMO then refused its own
+    start); with bound_tol, when gamma is too large for the smaller class. DataError naming
+    the weights and the fix."""
+    pos = y > 0
+    if lower[pos].sum() < upper[~pos].sum() and lower[~pos].sum() < upper[pos].sum():
+        return
+    if bound_tol is None or bound_tol == 0:
+        raise DataError(
+            "The KLR dual has no feasible point: C * sample_weight (class weights included) "
+            f"sums to {upper[pos].sum() + lower[pos].sum():.3g} on one class and "
+            f"{upper[~pos].sum() + lower[~pos].sum():.3g} on the other, more than "
+            f"{1 / OPEN_BOX_EPS:.0e} apart, and the open box keeps alpha_i >= "
+            f"{OPEN_BOX_EPS:g} C_i. Bring the class weights and sample weights of the two "
+            "classes within a ratio of about 1e11.")
+    raise DataError(
+        f"The KLR dual has no feasible point: bound_tol={bound_tol!r} puts the lower bounds of "
+        "one class above what the other class's upper bounds can balance (y'alpha = 0); "
+        "lower bound_tol, or balance the classes' weights.")
 
 
 def _repair(a: np.ndarray, y: np.ndarray, prob: KLRProblem) -> np.ndarray:
