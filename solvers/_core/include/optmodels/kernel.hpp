@@ -42,10 +42,15 @@
 // GCC if-converts (and so vectorizes) the selects of the RBF loop, e.g. q = v < EXP_MIN ? 0 : q,
 // only when comparisons may not trap: -fno-trapping-math for this header's functions. It changes
 // no value (no reassociation, no contraction beyond the default); numba / LLVM assume the same.
+// Modules wrap their own loops that inline these functions in OPTM_NO_TRAP_BEGIN / _END.
 #if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC push_options
-#pragma GCC optimize("no-trapping-math")
+#define OPTM_NO_TRAP_BEGIN _Pragma("GCC push_options") _Pragma("GCC optimize(\"no-trapping-math\")")
+#define OPTM_NO_TRAP_END _Pragma("GCC pop_options")
+#else
+#define OPTM_NO_TRAP_BEGIN
+#define OPTM_NO_TRAP_END
 #endif
+OPTM_NO_TRAP_BEGIN
 
 namespace optmodels {
 
@@ -166,17 +171,18 @@ OPTM_INLINE void dots_gather(const KernelData& kd, const std::int64_t* ix, long 
     }
 }
 
-// out[lo + k] = y[lo + k] yi k(x_{lo+k}, x), k < hi - lo <= FILL_BLOCK, for any point x given by
-// its coordinates xi[r * xs] and squared norm si (x_i itself: xi = XT + i, xs = n).
-// For RBF, y yi q is rounded to T before the exact scaling by 2^e, as numba's two loops did.
+// o[k] = y[lo + k] yi k(x_{lo+k}, x), k < hi - lo <= FILL_BLOCK, for any point x given by its
+// coordinates xi[r * xs] and squared norm si (x_i itself: xi = XT + i, xs = n); o is relative to
+// lo. For RBF, y yi q is rounded to T before the exact scaling by 2^e, as numba's two loops did.
+// Always inlined: the body of fill_block_contiguous, and of callers' own cloned loops (kernel
+// sums) that add the block into sums while it is in cache.
 template <class T>
-OPTM_CLONES void fill_block_contiguous(const KernelData& kd, long lo, long hi, double yi,
-                                       const double* xi, long xs, double si, T* out) {
+OPTM_INLINE void fill_rows(const KernelData& kd, long lo, long hi, double yi, const double* xi,
+                           long xs, double si, T* o) {
     alignas(64) double buf[FILL_BLOCK];
     dots_contiguous(kd, lo, hi, xi, xs, buf);
     const long m = hi - lo;
     const double* y = kd.y + lo;
-    T* o = out + lo;
     if (kd.kind == KIND_RBF) {
         const double* sq = kd.sqn + lo;
         const double g = kd.gamma;
@@ -193,6 +199,13 @@ OPTM_CLONES void fill_block_contiguous(const KernelData& kd, long lo, long hi, d
         OPTM_SIMD
         for (long k = 0; k < m; ++k) o[k] = static_cast<T>(y[k] * yi * buf[k]);
     }
+}
+
+// out[lo + k] = y[lo + k] yi k(x_{lo+k}, x), k < hi - lo <= FILL_BLOCK (x as in fill_rows).
+template <class T>
+OPTM_CLONES void fill_block_contiguous(const KernelData& kd, long lo, long hi, double yi,
+                                       const double* xi, long xs, double si, T* out) {
+    fill_rows(kd, lo, hi, yi, xi, xs, si, out + lo);
 }
 
 // out[ix[k]] = y[ix[k]] yi k(x_{ix[k]}, x), k < m <= FILL_BLOCK (x as above).
@@ -273,6 +286,4 @@ void KernelData::fill(long i, const std::int64_t* idx, long cnt, bool contiguous
 
 }  // namespace optmodels
 
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC pop_options
-#endif
+OPTM_NO_TRAP_END
