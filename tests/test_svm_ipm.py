@@ -156,16 +156,29 @@ def test_cholesky_cg_and_full_agree(case):
 def test_default_certifies_an_ill_conditioned_instance_where_jacobi_cg_stalls():
     """Column scales 1e-3..1e3 and duplicated columns (1000 x 44): the default (cholesky at
     this p) certifies in few steps; Jacobi-preconditioned CG hits its iteration cap late in
-    the run, leaves its residual in r_w and ends without a certificate (measured: the gap
-    stalls at 3e-2 after 16 steps)."""
+    the run, leaves its residual in r_w and ends without a certificate. Once CG is capped the
+    iterates follow its residual, so the symptom that ends the run depends on the last bits of
+    the BLAS kernels (measured: OpenBLAS's SkylakeX kernels stop on a vanishing step at step 20,
+    gap 180; its Haswell kernels on a stalled gap at step 32, gap 8.4; 1 or 2 threads and load
+    change neither): the test asserts the behaviour, not the wording."""
     X, y = _ill_conditioned(1000, 40, 4)
     problem = SVM(X, y, C=1.0, kernel="linear")
     res = problem.solve("ipm")
     assert res.extra["linear_solver"] == "cholesky" and res.iterations <= 20
     _check_against_full(problem, res)
+    ref = _full(problem)
     jacobi = problem.solve("ipm", linear_solver="cg", preconditioner="diag")
     assert jacobi.termination is TerminationCondition.NUMERICAL_ERROR
-    assert jacobi.gap > 1e-6 and "CG's residual" in jacobi.raw_status
+    assert jacobi.solution_status is SolutionStatus.FEASIBLE
+    assert not jacobi.is_optimal and not jacobi.certified
+    cap = max(100, 2 * X.shape[1])  # the default cg_max_iter
+    assert jacobi.extra["cg_capped_steps"] >= 3
+    assert max(jacobi.extra["cg_iterations"]) == 2 * cap  # predictor and corrector both capped
+    # the gap it reports is a true one, and far from the certificate
+    scale = problem.natural_scale()
+    assert jacobi.gap > 1e-6
+    assert jacobi.bound <= ref.objective + 1e-9 * scale
+    assert ref.objective <= jacobi.objective + 1e-9 * scale
 
 
 @pytest.mark.parametrize("factor, C", [(1e-6, 1.0), (1e-6, 1e4), (1e6, 1.0), (1e6, 1e4)])

@@ -382,6 +382,7 @@ class CGSystem:
         self.X, self.D, self.u, self.precond = X, D, u, precond
         self.eta, self.max_iter = eta, max_iter
         self.iterations = 0
+        self.capped = False  # a solve of this step stopped at max_iter, not at its tolerance
         self.last: tuple[np.ndarray, ...] | None = None  # v1, X v1, residual, rhs_w
 
     def solve(self, rhs_w: np.ndarray, rhs_b: float) -> tuple[np.ndarray, float, np.ndarray]:
@@ -400,6 +401,7 @@ class CGSystem:
             v1, Xv1, res = v0 + V[:, 0], Xv0 + XV[:, 0], R[:, 0]
         self.last = (v1, Xv1, res, rhs_w)
         self.iterations += k
+        self.capped |= k >= self.max_iter
         db = (rhs_b - float(u @ v1)) / self.schur
         return v1 - db * self.v2, db, Xv1 - db * self.Xv2
 
@@ -467,6 +469,7 @@ class _IPM:
         self.prob, self.opts = prob, opts
         self.scale = float(prob.c.sum())
         self.cg_counts: list[int] = []
+        self.capped_steps = 0  # steps whose CG solves stopped at cg_max_iter
         self.history: list[dict[str, float]] = []
         self.n_sketches = 0
         self.sketch_rows = 0
@@ -506,7 +509,7 @@ class _IPM:
             if not t > MIN_STEP:
                 return self.result(st, it, TerminationCondition.NUMERICAL_ERROR,
                                    f"step length {t:.1e} at step {it}: the interior point "
-                                   "stalled; raise cg_max_iter or rescale the features")
+                                   f"stalled ({self.cause()})")
         return self.result(st, it, TerminationCondition.ITERATION_LIMIT,
                            f"max_iter={self.opts.max_iter} interior-point steps")
 
@@ -546,6 +549,7 @@ class _IPM:
         step = self._assemble(st, D, g, newton(g), r_sa, r_xn, r_c)
         t = self.step_length(st, step)
         self.cg_counts.append(system.iterations)
+        self.capped_steps += bool(getattr(system, "capped", False))
         self.history.append({"mu": mu, "sigma": sigma, "step": t, "cg": system.iterations,
                              "r_w": float(np.linalg.norm(r_w)), "r_b": r_b,
                              "r_p": float(np.linalg.norm(r_p))})
@@ -665,17 +669,27 @@ class _IPM:
         h = np.maximum(0.0, 1.0 - self.prob.y * (Xw + b))
         return float(0.5 * w @ w + self.prob.c @ h)
 
+    def cause(self) -> str:
+        """Why a run stalls, for both of its symptoms (a vanishing step, a gap that stops
+        shrinking): with CG, its residual left in w - Z'alpha (and how many steps' solves
+        stopped at cg_max_iter); with the factored system, round-off. Once CG is capped the
+        iterates follow its residual, so which symptom shows first depends on the last bits
+        of the BLAS kernels (measured on one instance: SkylakeX's kernels end at a vanishing
+        step, Haswell's at a stalled gap); the cause named is the same."""
+        if self.opts.linear_solver == "cg":
+            return (f"CG's residual left in w - Z'alpha, CG at cg_max_iter="
+                    f"{self.opts.cg_max_iter} in {self.capped_steps} steps: raise cg_max_iter, "
+                    "use a stronger preconditioner or linear_solver='cholesky'")
+        return "round-off in w - Z'alpha: rescale the features"
+
     def stalled(self, best: SolveResult) -> SolveResult:
         """The best iterate once mu is below tol but the gap stopped shrinking: what is left
         in r_w = w - Z'alpha (CG's residual, or round-off of about eps sum_i C_i |x_ij| with
         the factored system) bounds the dual objective's accuracy. OPTIMAL only if that gap
         still passes the certificate tolerance."""
-        cause = ("CG's residual left in w - Z'alpha: raise cg_max_iter, use a stronger "
-                 "preconditioner or linear_solver='cholesky'" if self.opts.linear_solver == "cg"
-                 else "round-off in w - Z'alpha: rescale the features")
         rest = best.raw_status.removeprefix("tol met")  # keeps what certify added
         best.raw_status = (f"the duality gap stalled at {best.gap:.1e} above tol="
-                           f"{self.opts.tol:.0e} ({cause}){rest}")
+                           f"{self.opts.tol:.0e} ({self.cause()}){rest}")
         return best
 
     def label(self) -> str:
@@ -689,6 +703,7 @@ class _IPM:
             st.b)
         extra: dict[str, Any] = {
             "cg_iterations": list(self.cg_counts), "total_cg": int(sum(self.cg_counts)),
+            "cg_capped_steps": self.capped_steps,
             "n_sketches": self.n_sketches, "sketch_rows": self.sketch_rows,
             "sketch_time": self.sketch_time, "history": self.history,
             "linear_solver": self.opts.linear_solver,
