@@ -36,7 +36,9 @@ writes a model file (:mod:`optmodels.model_io`: arrays and a JSON header, never 
 ``predict`` reads; the target column is optional for ``predict``.
 
 Exit status: 0 done; 2 bad input (one line on stderr naming the fix); 3 the solve did not end
-at a verified optimum; 1 an internal error (one line; the traceback is written to a log file).
+at a verified optimum; 130 stopped by Ctrl-C (a solve stops at its next check and its best
+point is still printed and written; a second Ctrl-C stops at once, with one line); 1 an internal
+error (one line; the traceback is written to a log file).
 """
 
 from __future__ import annotations
@@ -68,6 +70,9 @@ from solvers.errors import SolveError
 EXIT_INTERNAL = 1
 EXIT_BAD_INPUT = 2
 EXIT_NOT_OPTIMAL = 3
+EXIT_INTERRUPTED = 130
+"""Ctrl-C (128 + SIGINT, the shell's convention): a solve stopped by it still prints and
+writes its best point; anything else stops with one line."""
 
 OPTIONAL_DEPENDENCIES = {
     "matplotlib": "plot",
@@ -279,6 +284,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         with _dask_scheduler(args):
             return command[args.command](args)
+    except KeyboardInterrupt:  # a second Ctrl-C, or one outside a solve: one line, no traceback
+        print(f"optmodels {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # the reader went away (`optmodels info | head`): not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
@@ -564,7 +572,19 @@ def _solve(args: argparse.Namespace) -> int:
         if names is not None and len(names) != np.size(res.x):  # a dual linear SVM: w given
             res = dataclasses.replace(res, x=np.array(list(named["coefficients"].values())))
         print(res.summary(names, n_support=named.get("n_support_vectors")))
-    return 0 if res.is_optimal else EXIT_NOT_OPTIMAL
+    return _exit_status([res])
+
+
+def _exit_status(results: list[Any]) -> int:
+    """0 when every solve is optimal; EXIT_INTERRUPTED when one was stopped by Ctrl-C;
+    EXIT_NOT_OPTIMAL otherwise."""
+    from solvers.result import TerminationCondition
+
+    if all(r.is_optimal for r in results):
+        return 0
+    if any(r.termination is TerminationCondition.INTERRUPTED for r in results):
+        return EXIT_INTERRUPTED
+    return EXIT_NOT_OPTIMAL
 
 
 def _named_solution(problem: Any, res: Any, names: list[str]) -> dict[str, Any]:
@@ -757,7 +777,7 @@ def _fit(args: argparse.Namespace) -> int:
         print(f"wrote {args.model_out}")
     for w in caught:
         print(f"optmodels fit: warning: {_one_line(w.message)}", file=sys.stderr)
-    return 0 if all(r.is_optimal for r in results) else EXIT_NOT_OPTIMAL
+    return _exit_status(results)
 
 
 def _common_options(problem: str, per: dict[str, dict[str, str]], runs: list[str]

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from solvers import interrupt
 from solvers.errors import SolveError
 from solvers.options import FULL, OptionTable, validate_options
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
@@ -141,13 +142,15 @@ def run_strategy(
     "tcp://host:port") or ``client`` (a ``dask.distributed.Client``) says where the chunk-wise
     passes run (default: the active Dask scheduler); see :func:`dask_scheduler`.
     A strategy's internal RuntimeError (e.g. a subproblem the backend could not solve) gives
-    a NUMERICAL_ERROR result without a solution whose ``raw_status`` is the message."""
+    a NUMERICAL_ERROR result without a solution whose ``raw_status`` is the message. Ctrl-C
+    during the run stops the strategy at its next check with termination INTERRUPTED and the
+    best point so far (:mod:`solvers.interrupt`; a second Ctrl-C raises KeyboardInterrupt)."""
     t0 = time.perf_counter()
     check_verify(verify)
     check_scheduler(problem, scheduler, client)
     options = check_strategy_options(problem.NAME, strategy, options)
     runner = _REGISTRY[problem.NAME][strategy]
-    with dask_scheduler(scheduler, client):
+    with dask_scheduler(scheduler, client), interrupt.interruptible():
         try:
             result = runner(problem, **options)
         except SolveError:

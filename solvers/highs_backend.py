@@ -30,7 +30,7 @@ STATUS_MAP = {
     "kObjectiveBound": T.ERROR,
     "kObjectiveTarget": T.ERROR,
     "kSolutionLimit": T.ITERATION_LIMIT,
-    "kInterrupt": T.ERROR,
+    "kInterrupt": T.INTERRUPTED,
     "kMemoryLimit": T.ERROR,
     "kSolveError": T.NUMERICAL_ERROR,
     "kPostsolveError": T.NUMERICAL_ERROR,
@@ -152,7 +152,7 @@ class HighsBackend:
             _set_option(h, key, value)
         _match_scheduler(int(opts.get("threads", 0)))
         t0 = time.perf_counter()
-        h.run()
+        _run(h)
         elapsed = time.perf_counter() - t0
         status = h.getModelStatus()
         raw = status.name if hasattr(status, "name") else str(status)
@@ -207,3 +207,20 @@ def _set_option(h: Any, key: str, value: Any) -> None:
 
     if h.setOptionValue(key, value) != highspy.HighsStatus.kOk:
         raise ValueError(f"HiGHS rejected the option {key}={value!r}; see the HiGHS option list.")
+
+
+def _run(h: Any) -> None:
+    """``h.run()``; inside :func:`solvers.interrupt.interruptible` the solve runs on HiGHS's
+    own thread (highspy's startSolve) and a Ctrl-C cancels it through HiGHS's user-interrupt
+    callback, which ends it with kInterrupt and the best point it has (HiGHS checks the
+    callback at every iteration, so it is enabled only here)."""
+    from solvers import interrupt
+
+    if not interrupt.active():
+        h.run()
+        return
+    h.HandleUserInterrupt = True
+    h.startSolve()
+    while not h.wait(0.1)[0]:
+        if interrupt.requested():
+            h.cancelSolve()

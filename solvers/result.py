@@ -107,6 +107,9 @@ class TerminationCondition(str, enum.Enum):
     """Hit the iteration cap; raise ``max_iter`` or loosen ``tol`` to finish."""
     TIME_LIMIT = "time_limit"
     """Hit the time limit; raise ``time_limit`` to finish."""
+    INTERRUPTED = "interrupted"
+    """Stopped by the user (Ctrl-C, :mod:`solvers.interrupt`); the best point so far is
+    returned with its gap."""
     INFEASIBLE = "infeasible"
     """The model has no feasible point; check bounds and constraints."""
     UNBOUNDED = "unbounded"

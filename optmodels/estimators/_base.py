@@ -38,6 +38,7 @@ USABLE_LIMITS = (
     TerminationCondition.GAP_LIMIT,
     TerminationCondition.ITERATION_LIMIT,
     TerminationCondition.TIME_LIMIT,
+    TerminationCondition.INTERRUPTED,
 )
 """Non-optimal terminations that still return a usable model: ``fit`` warns with
 :class:`sklearn.exceptions.ConvergenceWarning`. Every other non-optimal termination raises the
@@ -170,6 +171,8 @@ class OptEstimator(BaseEstimator):
             res = problem.solve(strategy, **options)
             if res.is_optimal:
                 return res
+            if res.termination is TerminationCondition.INTERRUPTED:  # the user stopped it
+                return check_status(res, type(self).__name__)
             strategy = self.AUTO_STRATEGIES[1]
             allowed = options_for(self._PROBLEM.NAME, strategy)
             options = {k: v for k, v in options.items() if k in allowed}
@@ -184,7 +187,10 @@ def check_status(result: SolveResult, owner: str) -> SolveResult:
     if result.x is None or result.termination not in USABLE_LIMITS:
         result.require_optimal()
     gap = "unknown" if result.gap is None else f"{result.gap:.2e}"
-    if result.gap is not None and 0.0 <= result.gap <= result.certificate_tol:
+    if result.termination is TerminationCondition.INTERRUPTED:
+        why = f", stopped by Ctrl-C at its best point so far (relative gap {gap})"
+        fix = "Fit again and let it finish"
+    elif result.gap is not None and 0.0 <= result.gap <= result.certificate_tol:
         # the gap is small but the strategy's own rule (often stricter) was not met
         why = (f": its relative gap {gap} is within the certificate tolerance "
                f"{result.certificate_tol:.0e}, but the strategy's own stopping rule was not met "

@@ -64,6 +64,7 @@ from typing import Any
 import highspy
 import numpy as np
 
+from solvers import interrupt
 from solvers.aid.aggregation import Aggregate, aggregate, split_by_rule
 from solvers.aid.certificate import pure_verdict, subproblem_failure
 from solvers.aid.clustering import LAD_METHODS, lad_clusters, pk_start
@@ -450,6 +451,9 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
         remaining = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if remaining is not None and remaining <= 0:
             st["termination"] = TerminationCondition.TIME_LIMIT
+            break
+        if interrupt.requested():
+            st["termination"] = TerminationCondition.INTERRUPTED
             break
         t_lp = time.perf_counter()
         out = lp.solve(remaining)

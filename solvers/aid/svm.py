@@ -43,6 +43,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
+from solvers import interrupt
 from solvers.aid.aggregation import aggregate
 from solvers.aid.certificate import pure_verdict, subproblem_failure
 from solvers.aid.clustering import SVM_METHODS, subsample, svm_clusters
@@ -388,6 +389,9 @@ def _run(model, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbose, t0,
         remaining = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if remaining is not None and remaining <= 0:
             st["termination"] = TerminationCondition.TIME_LIMIT
+            break
+        if interrupt.requested():
+            st["termination"] = TerminationCondition.INTERRUPTED
             break
         yk = np.sign(agg.SY)
         t_qp = time.perf_counter()

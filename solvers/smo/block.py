@@ -36,6 +36,7 @@ import warnings
 
 import numpy as np
 
+from solvers import interrupt
 from solvers.kernels import Kernel
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
 from solvers.smo.certificate import (
@@ -241,6 +242,9 @@ def _block_loop(qmat: QMatrix, y, lo, up, lin, cent, start: BlockState, q, tol, 
         if it >= max_iter:
             status = "iteration_limit"
             break
+        if interrupt.requested():
+            status = "interrupted"
+            break
         B = select_block(alpha, grad, y, lo, up, q)
         QB = qmat.columns(B)  # n x |B|
         Qbb = np.ascontiguousarray(QB[B])
@@ -301,6 +305,7 @@ _TERM = {
     "optimal": (TerminationCondition.OPTIMAL, SolutionStatus.OPTIMAL),
     "iteration_limit": (TerminationCondition.ITERATION_LIMIT, SolutionStatus.FEASIBLE),
     "numerical_error": (TerminationCondition.NUMERICAL_ERROR, SolutionStatus.FEASIBLE),
+    "interrupted": (TerminationCondition.INTERRUPTED, SolutionStatus.FEASIBLE),
 }
 
 
