@@ -1,6 +1,7 @@
 """optmodels: training problems of machine learning as algebraic models, solved exactly and by
 decomposition or sketching strategies, side by side."""
 
+from optmodels import _packages  # noqa: F401 - first: our solvers/instances, not the cwd's
 from optmodels.compare import compare
 from optmodels.klr import KLR
 from optmodels.lad import LAD

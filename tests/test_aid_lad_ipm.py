@@ -7,6 +7,7 @@ from __future__ import annotations
 import highspy
 import numpy as np
 import pytest
+from test_aid_lad import assert_sign_pure, lad_reference, make_lad, residuals
 
 from solvers.aid import aid_lad
 from solvers.aid.aggregation import aggregate, mixed_clusters, split_near
@@ -15,7 +16,6 @@ from solvers.aid.fn_lp import IpmLadLP, frisch_newton
 from solvers.aid.lad import dual_bound
 from solvers.aid.lad_lp import lad_dual_lp, new_highs, quantile_box
 from solvers.result import SolutionStatus, TerminationCondition
-from tests.test_aid_lad import assert_sign_pure, lad_reference, make_lad, residuals
 
 
 def highs_lp(SXa, SY, box):

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_smo_batched import clouds, klr_conic, weights
 
 import solvers.smo.klr as klr
 from solvers.errors import DataError
 from solvers.kernels import Kernel
-from tests.test_smo_batched import clouds, klr_conic, weights
 
 
 @pytest.fixture

@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from test_sketch_newton import _classification, _ill_conditioned
 
 from optmodels.strategies import run_strategy
 from optmodels.svm import SVM
 from solvers.errors import DataError
 from solvers.result import SolutionStatus, TerminationCondition
 from solvers.sketch.ipm_svm import LowRankPlusDiagonal, ipm_svm
-from tests.test_sketch_newton import _classification, _ill_conditioned
 
 MATCH = 1e-8  # |P_ipm - P_full| / sum_i C_i
 # _ill_conditioned(600, 16, 4): feature scales 1e-3..1e3 (shuffled), 4 duplicated columns

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from conformance.cases import CASES, lp_lower_row
 from solvers.backend import backends, solve_qp
 from solvers.errors import SolveError
 from solvers.result import SolutionStatus, TerminationCondition
-from tests.conformance.cases import CASES, lp_lower_row
 
 BACKENDS = ["highs", "clarabel", "ecos"]
 
