@@ -131,6 +131,10 @@ def _parser() -> argparse.ArgumentParser:
     data_args.add_argument("--target", default="y", help="target column of a CSV file (default y)")
     data_args.add_argument("--weight", default=None, help="sample-weight column of a CSV file")
     data_args.add_argument(
+        "--n-features", type=int, default=None, metavar="N",
+        help="svmlight files: the number of feature columns (at least the largest index; "
+             "needed above 10^7)")
+    data_args.add_argument(
         "--param",
         action="append",
         default=[],
@@ -236,6 +240,8 @@ def _parser() -> argparse.ArgumentParser:
     pr.add_argument("--model", required=True, help="model file written by optmodels fit")
     pr.add_argument("--data", required=True, help="data file; its target column is optional")
     pr.add_argument("--target", default="y", help="target column to leave out (default y)")
+    pr.add_argument("--n-features", type=int, default=None, metavar="N",
+                    help="svmlight files: the number of feature columns")
     pr.add_argument("--out", default=None, metavar="FILE.csv", help="write the predictions")
     pr.add_argument(
         "--proba", action="store_true", help="class probabilities (classifiers with predict_proba)"
@@ -411,9 +417,23 @@ def _load(args: argparse.Namespace, lazy: bool = False) -> Any:
     from instances.lazy import is_lazy_source, load_lazy
 
     if not (lazy and is_lazy_source(args.data)):
-        return load(args.data, target=args.target, weight=args.weight)
+        return load(args.data, target=args.target, weight=args.weight,
+                    n_features=_n_features(args))
     _require("dask", f"--data {args.data!r} (lazy data)")
     return load_lazy(args.data, target=args.target, weight=args.weight)
+
+
+def _n_features(args: argparse.Namespace) -> int | None:
+    """``--n-features`` for an svmlight ``--data`` file; refused for other formats."""
+    n = getattr(args, "n_features", None)
+    if n is None:
+        return None
+    if Path(args.data).suffix.lower() not in (".svm", ".libsvm", ".txt"):
+        raise ValueError(f"--n-features applies to svmlight files (.svm, .libsvm, .txt); "
+                         f"--data {args.data!r} is not one. Drop --n-features.")
+    if n < 1:
+        raise ValueError(f"--n-features must be a positive number of columns; got {n}.")
+    return n
 
 
 def _check_lazy(args: argparse.Namespace, strategy: str, kernel: str | None = None) -> None:
@@ -876,7 +896,7 @@ def _predict(args: argparse.Namespace) -> int:
             f"--proba: this {header['estimator']} gives no probabilities; drop --proba, or fit "
             "an SVMClassifier with --param probability=true (KLR always has them)."
         )
-    X = _features(args.data, args.target, header["feature_names"])
+    X = _features(args.data, args.target, header["feature_names"], _n_features(args))
     if args.proba:
         columns = [f"proba_{c}" for c in est.classes_.tolist()]
         rows = est.predict_proba(X).tolist()
@@ -900,13 +920,14 @@ def _write_csv(fh: Any, columns: list[str], rows: list[list[Any]]) -> None:
     writer.writerows([repr(v) if isinstance(v, float) else v for v in row] for row in rows)
 
 
-def _features(path: str, target: str, model_names: list[str]) -> Any:
+def _features(path: str, target: str, model_names: list[str], n_features: int | None = None
+              ) -> Any:
     """X of a data file whose target column may be missing (``load(path, target=None)``; a CSV
     column named ``target`` is left out), checked against the model's features (count; names
     too, unless the file has none)."""
     from instances.io import default_names, load
 
-    data = load(path, target=None)
+    data = load(path, target=None, n_features=n_features)
     X, names = data.X, data.feature_names
     if Path(path).suffix.lower() == ".csv" and target in names:
         keep = [j for j, name in enumerate(names) if name != target]

@@ -309,3 +309,24 @@ def test_generate_size_limit_follows_the_memory_available(monkeypatch):
 def test_available_memory_is_positive_and_finite_here():
     have, what = generators.available_memory()
     assert 0 < have < float("inf") and what in ("memory available", "physical memory")
+
+
+def test_cli_n_features_reaches_the_svmlight_reader(tmp_path, monkeypatch, capsys):
+    import json
+
+    from optmodels.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    lines = ["1 1:0.5 3:1.0", "-1 2:1.5 3:0.2", "1 1:1.0 2:0.1", "-1 1:0.05 2:0.3",
+             "1 3:0.9", "-1 1:0.2 2:0.8"]
+    (tmp_path / "d.svm").write_text("\n".join(lines) + "\n")
+    assert main(["solve", "svm", "--data", "d.svm", "--param", "kernel=linear",
+                 "--n-features", "6", "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["coefficients"]) == 6
+    (tmp_path / "far.svm").write_text("1 1:0.5\n-1 2000000000:1.0\n")
+    assert main(["solve", "svm", "--data", "far.svm", "--param", "kernel=linear"]) == 2
+    assert "2000000000" in capsys.readouterr().err
+    assert main(["solve", "svm", "--data", "d.svm", "--n-features", "2"]) == 2  # index 3 > 2
+    (tmp_path / "d.csv").write_text("x1,y\n1,1\n2,-1\n")
+    assert main(["solve", "svm", "--data", "d.csv", "--n-features", "3"]) == 2
+    assert "svmlight" in capsys.readouterr().err
