@@ -78,8 +78,9 @@ class KernelColumns {
   }
   // The whole Q (KIND_MATRIX), kept alive by `owner`.
   KernelColumns(const double* q, int64_t n, nb::object owner)
-      : n_(n), n_slots_(n), f32_(false), q_full_(q), q_owner_(std::move(owner)), miss_(n, 0),
-        inl_(n, 0), kernel_set_(true) {
+      : n_(n), n_slots_(n), f32_(false), q_full_(q), q_owner_(std::move(owner)),
+        slot_of_(n, -1), col_in_(n, -1), sgen_(n, -1), tick_(n, 0), miss_(n, 0), inl_(n, 0),
+        kernel_set_(true) {  // (the bookkeeping stays unused but valid: one code path)
     kd_.kind = KIND_MATRIX;
     kd_.n = n;
     kd_.Q = q;
@@ -380,7 +381,7 @@ void Solver<T>::reconstruct() {
   std::iota(act_.begin(), act_.end(), int64_t{0});
   std::fill(is_act_.begin(), is_act_.end(), 1);
   n_act_ = n_;
-  if (!cols_.is_matrix()) cols_.new_generation(inact);
+  cols_.new_generation(inact);
 }
 
 // G_t += dai Q_ti + daj Q_tj on the active rows; with every row active in one contiguous loop.
