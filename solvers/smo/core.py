@@ -42,11 +42,17 @@ Gradient ``G = Q alpha + p + h'(alpha)``; ``m_t = -y_t G_t``.
   The RBF exp is computed by :func:`_exp_parts` (vectorizable, <= 2 ulp). A refinement round
   continues with the previous run's cache and G_bar (:class:`ColumnCache`).
 
-Why numba: each iteration does O(n) work split into a dozen short loops (selection, gradient
+Why compiled: each iteration does O(n) work split into a dozen short loops (selection, gradient
 update, a kernel column on a cache miss). In Python or numpy each loop costs a call overhead of
 microseconds and temporaries, which at 10^4 - 10^6 iterations dominates, and numpy cannot fuse
-the selection pass. numba compiles the whole loop, the column cache and the kernel evaluation
-to machine code (no C extension to build; ``cache=True`` keeps the compiled code on disk).
+the selection pass. The loop, the column cache and the kernel evaluation are C++
+(solvers/_core/src/_smo.cpp: ``Solver``, ``KernelColumns``; the pair maths in
+solvers/_core/include/optmodels/dual_terms.hpp, the columns in kernel.hpp), run with the GIL
+released; Ctrl-C is noticed every 1000 pair steps.
+
+The numba functions still below (``_hp`` .. ``_shrinkable``, ``_fill*``, ``_exp_parts``,
+``_column_cache``, ``_q_matrix``) serve solvers/smo/batched.py, kernel_sums.py and
+:func:`q_matrix` until their ports land; the pairwise solver no longer uses them.
 """
 
 from __future__ import annotations
