@@ -4,11 +4,18 @@ from __future__ import annotations
 
 import math
 
-import numba
 import numpy as np
 import pytest
 
+from solvers._core import _smo
 from solvers.smo import core
+
+
+def _fill(kind, XT, sqn, gamma, coef0, degree, y, i, idx, cnt, contiguous, out, parallel=True):
+    """out[s] = y_s y_i k(x_s, x_i) for s in idx[:cnt] by the C++ core's column fill
+    (``parallel``: in blocks on all threads from PARALLEL_FROM entries on, else serially)."""
+    _smo.fill_column(kind, XT, sqn, gamma, coef0, degree, y, i,
+                     np.ascontiguousarray(idx[:cnt], dtype=np.int64), contiguous, parallel, out)
 
 
 @pytest.mark.parametrize("kind", [0, 1, 2])
@@ -22,9 +29,9 @@ def test_parallel_column_equals_serial(kind, contiguous):
     idx = np.sort(rng.choice(n, size=n - 5, replace=False)) if not contiguous else np.arange(n)
     cnt = idx.shape[0]
     assert cnt >= core.PARALLEL_FROM  # the parallel path
-    par, ser, buf = np.zeros(n), np.zeros(n), np.zeros(n)
-    core._fill(kind, XT, sqn, 0.3, 0.5, 3.0, y, 11, idx, cnt, contiguous, par, buf)
-    core._fill_range(kind, XT, sqn, 0.3, 0.5, 3.0, y, 11, idx, 0, cnt, contiguous, ser, buf)
+    par, ser = np.zeros(n), np.zeros(n)
+    _fill(kind, XT, sqn, 0.3, 0.5, 3.0, y, 11, idx, cnt, contiguous, par)
+    _fill(kind, XT, sqn, 0.3, 0.5, 3.0, y, 11, idx, cnt, contiguous, ser, parallel=False)
     np.testing.assert_array_equal(par, ser)
     # and against numpy: Q_si = y_s y_i k(x_s, x_i)
     d = X[idx] @ X[11]
@@ -34,18 +41,10 @@ def test_parallel_column_equals_serial(kind, contiguous):
 
 
 
-@numba.njit(fastmath=core.FASTMATH)
 def _exp_grid(v):
-    """_exp_parts on each v, compiled with the column loop's flags."""
+    """q(r) 2^e of the column loop's exp (kernel.hpp's exp_parts) on each v."""
     out = np.empty_like(v)
-    scale = np.empty_like(v)
-    bits = scale.view(np.int64)
-    for k in range(v.shape[0]):
-        q, e = core._exp_parts(v[k])
-        out[k] = q
-        bits[k] = e
-    for k in range(v.shape[0]):
-        out[k] *= scale[k]
+    _smo.exp_parts(np.ascontiguousarray(v), out)
     return out
 
 
@@ -73,8 +72,8 @@ def test_rbf_column_exp_is_accurate_over_the_whole_range(contiguous):
     XT, sqn = np.ascontiguousarray(X.T), np.einsum("ij,ij->i", X, X)
     idx = np.arange(n) if contiguous else np.sort(rng.choice(n, n - 3, replace=False))
     for gamma in (1e-3, 0.1, 2.0, 7.0):
-        out, buf = np.zeros(n), np.zeros(n)
-        core._fill(1, XT, sqn, gamma, 0.0, 3.0, y, 0, idx, idx.size, contiguous, out, buf)
+        out = np.zeros(n)
+        _fill(1, XT, sqn, gamma, 0.0, 3.0, y, 0, idx, idx.size, contiguous, out)
         v = -gamma * np.maximum(sqn[idx] + sqn[0] - 2 * (X[idx] @ X[0]), 0.0)
         ref = y[idx] * y[0] * np.exp(v)
         ok = v >= -708.0 + 1e-6 * abs(v)

@@ -42,11 +42,17 @@ Gradient ``G = Q alpha + p + h'(alpha)``; ``m_t = -y_t G_t``.
   The RBF exp is computed by :func:`_exp_parts` (vectorizable, <= 2 ulp). A refinement round
   continues with the previous run's cache and G_bar (:class:`ColumnCache`).
 
-Why numba: each iteration does O(n) work split into a dozen short loops (selection, gradient
+Why compiled: each iteration does O(n) work split into a dozen short loops (selection, gradient
 update, a kernel column on a cache miss). In Python or numpy each loop costs a call overhead of
 microseconds and temporaries, which at 10^4 - 10^6 iterations dominates, and numpy cannot fuse
-the selection pass. numba compiles the whole loop, the column cache and the kernel evaluation
-to machine code (no C extension to build; ``cache=True`` keeps the compiled code on disk).
+the selection pass. The loop, the column cache and the kernel evaluation are C++
+(solvers/_core/src/_smo.cpp: ``Solver``, ``KernelColumns``; the pair maths in
+solvers/_core/include/optmodels/dual_terms.hpp, the columns in kernel.hpp), run with the GIL
+released; Ctrl-C is noticed every 1000 pair steps.
+
+The numba functions still below (``_hp`` .. ``_shrinkable``, ``_fill*``, ``_exp_parts``,
+``_column_cache``, ``_q_matrix``) serve solvers/smo/batched.py, kernel_sums.py and
+:func:`q_matrix` until their ports land; the pairwise solver no longer uses them.
 """
 
 from __future__ import annotations
@@ -57,6 +63,7 @@ import math
 import numba
 import numpy as np
 
+from solvers._core import _smo
 from solvers.numba_cache import njit_cached
 from solvers.result import CERTIFICATE_TOL
 from solvers.smo.qmatrix import KIND_MATRIX, KernelQMatrix, QMatrix, cache_slots
@@ -77,6 +84,10 @@ more than n / GATHER_COST rows are active a missing column is computed whole (an
 complete for later reconstructions)."""
 
 STATUS_CONVERGED, STATUS_ITERATION_LIMIT, STATUS_STALLED, STATUS_GAP = 0, 1, 2, 3
+STATUS_INTERRUPTED = 4
+"""The loop stopped on Ctrl-C (it checks for signals every 1000 pair steps)."""
+STATUS_TIME_LIMIT = 5
+"""The loop stopped at ``solve_dual(time_limit=...)``."""
 GAP_STOP_SHARE = 0.9
 """A KLR run given ``gap_scale`` stops once its in-loop gap estimate is within this share of
 CERTIFICATE_TOL (relative to the gap scale). The certificate computed afterwards from the same
@@ -90,6 +101,30 @@ GAP_NEWTON_STEPS = 4
 after GAP_NEWTON_STEPS Newton steps towards the best b (each one O(n) pass)."""
 GAP_EVERY_PAIRS = 1000
 """Pair steps between the pairwise loop's gap checks (min(n, this)); one check is O(n)."""
+
+
+# ---------------------------------------------------------------- the KLR gap (compiled)
+def _klr_gap(y: np.ndarray, alpha: np.ndarray, beta: np.ndarray, grad: np.ndarray,
+             lin: np.ndarray, lo: np.ndarray, up: np.ndarray, cent: np.ndarray,
+             b: float) -> tuple[float, float]:
+    """(f(alpha), f(alpha) + P(w(alpha), b)) of the KLR dual from the loop's gradient, as the
+    compiled loop computes it (``optmodels::klr_gap`` of dual_terms.hpp): qa = G - p - h'(alpha),
+    t_i = qa_i + y_i b, z_i = -p_i - t_i, f = sum_i 1/2 alpha_i qa_i + h_i(alpha_i) + p_i alpha_i,
+    gap(b) = sum_i alpha_i qa_i + h_i(alpha_i) + p_i alpha_i + loss_i(t_i) with
+    loss_i = C_i log(1 + e^z_i) when a* = C_i sigma(z_i) lies in [l_i, u_i], else
+    a* z_i - h_i(a*) at the clipped a*."""
+    arr = [np.ascontiguousarray(v, dtype=float) for v in (y, alpha, beta, grad, lin, lo, up, cent)]
+    return _smo.klr_gap(*arr, float(b))
+
+
+def _klr_b_newton(y: np.ndarray, alpha: np.ndarray, beta: np.ndarray, grad: np.ndarray,
+                  lin: np.ndarray, lo: np.ndarray, up: np.ndarray, cent: np.ndarray, b: float,
+                  steps: int) -> float:
+    """``steps`` Newton steps from b on g(b) = sum_i y_i a*_i(t_i(b)) = 0 (the best b), with
+    g'(b) = -sum_{a*_i unclipped} C_i s_i (1 - s_i), s_i = sigma(z_i) (compiled:
+    ``optmodels::klr_b_newton``)."""
+    arr = [np.ascontiguousarray(v, dtype=float) for v in (y, alpha, beta, grad, lin, lo, up, cent)]
+    return _smo.klr_b_newton(*arr, float(b), int(steps))
 
 
 # ---------------------------------------------------------------- problem-specific terms
@@ -126,7 +161,7 @@ def _sigmoid(z):
 
 
 @njit_cached()
-def _klr_gap(y, alpha, beta, grad, lin, lo, up, cent, b):
+def _klr_gap_nb(y, alpha, beta, grad, lin, lo, up, cent, b):
     """(f(alpha), f(alpha) + P(w(alpha), b)) of the KLR dual from the loop's gradient, in O(n).
 
     The same quantities as :mod:`solvers.smo.certificate` (its numpy functions certify the
@@ -158,7 +193,7 @@ def _klr_gap(y, alpha, beta, grad, lin, lo, up, cent, b):
 
 
 @njit_cached()
-def _klr_b_newton(y, alpha, beta, grad, lin, lo, up, cent, b, steps):
+def _klr_b_newton_nb(y, alpha, beta, grad, lin, lo, up, cent, b, steps):
     """``steps`` Newton steps on g(b) = sum_i y_i a*_i(t_i(b)) = 0, the best b's condition (see
     :func:`solvers.smo.certificate.klr_best_intercept`, which bisects): g'(b) =
     -sum_{a*_i unclipped} C_i s_i (1 - s_i), s_i = sigma(z_i). Any b gives a valid gap, so no
@@ -200,13 +235,13 @@ def _klr_gap_stop(y, alpha, beta, grad, lin, lo, up, cent, b_mid, gap_scale, gap
     b of m_up, m_low (one pass), then, when that gap is within GAP_NEWTON_WITHIN times the
     target, at b after GAP_NEWTON_STEPS Newton steps towards the best b (the midpoint's gap
     is measured larger: at n = 5*10^4 the stop came 12% of the pair steps later)."""
-    f, gap = _klr_gap(y, alpha, beta, grad, lin, lo, up, cent, b_mid)
+    f, gap = _klr_gap_nb(y, alpha, beta, grad, lin, lo, up, cent, b_mid)
     if _gap_reached(f, gap, gap_scale, gap_rel):
         return True
     if not _gap_reached(f, gap, gap_scale, GAP_NEWTON_WITHIN * gap_rel):
         return False
-    b = _klr_b_newton(y, alpha, beta, grad, lin, lo, up, cent, b_mid, GAP_NEWTON_STEPS)
-    f, gap = _klr_gap(y, alpha, beta, grad, lin, lo, up, cent, b)
+    b = _klr_b_newton_nb(y, alpha, beta, grad, lin, lo, up, cent, b_mid, GAP_NEWTON_STEPS)
+    f, gap = _klr_gap_nb(y, alpha, beta, grad, lin, lo, up, cent, b)
     return _gap_reached(f, gap, gap_scale, gap_rel)
 
 
@@ -449,62 +484,6 @@ def _fill_gather(kind, XT, sqn, gamma, coef0, degree, y, yi, xi, si, ix, out, bu
 
 
 @njit_cached()
-def _get_col(i, need_full, kind, X, sqn, gamma, coef0, degree, Qm, y,
-             slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl, buf):
-    """Column Q_:i, valid on the active rows (on all rows if ``need_full``); LRU slot cache.
-
-    ``sgen[s]`` is -1 for a complete column, else the shrinking generation in which slot s was
-    computed on the active rows only. A column from the previous generation lacks at most the
-    rows ``miss[:clock[3]]`` (inactive when the gradient was last reconstructed); only those are
-    computed when it is used again (LIBSVM likewise extends a cached column's length).
-    Within a generation, a partial column lacks at most the rows shrunk so far,
-    ``inl[:clock[4]]``.
-    ``clock`` = [LRU clock, kernel entries computed, generation, len(miss), len(inl)].
-    """
-    if kind == 3:
-        return slots[i]
-    n = y.shape[0]
-    clock[0] += 1
-    s = slot_of[i]
-    if s >= 0:
-        if sgen[s] >= 0 and sgen[s] < clock[2]:  # previous generation: add the missing rows
-            _fill(kind, X, sqn, gamma, coef0, degree, y, i, miss, clock[3], False, slots[s], buf)
-            clock[1] += clock[3]
-            sgen[s] = -1
-        if sgen[s] < 0 or not need_full:
-            tick[s] = clock[0]
-            return slots[s]
-        # this generation's partial column, needed in full: add the rows shrunk so far
-        _fill(kind, X, sqn, gamma, coef0, degree, y, i, inl, clock[4], False, slots[s], buf)
-        clock[1] += clock[4]
-        sgen[s] = -1
-        tick[s] = clock[0]
-        return slots[s]
-    else:  # evict the least recently used slot
-        s = 0
-        best = tick[0]
-        for r in range(1, tick.shape[0]):
-            if tick[r] < best:
-                best = tick[r]
-                s = r
-        old = col_in[s]
-        if old >= 0:
-            slot_of[old] = -1
-        col_in[s] = i
-        slot_of[i] = s
-    if need_full or n_act * GATHER_COST >= n:  # the whole column costs less than the gather
-        _fill(kind, X, sqn, gamma, coef0, degree, y, i, miss, n, True, slots[s], buf)
-        sgen[s] = -1
-        clock[1] += n
-    else:
-        _fill(kind, X, sqn, gamma, coef0, degree, y, i, act, n_act, False, slots[s], buf)
-        sgen[s] = clock[2]
-        clock[1] += n_act
-    tick[s] = clock[0]
-    return slots[s]
-
-
-@njit_cached()
 def _q_matrix(kind, XT, sqn, gamma, coef0, degree, y):
     """The full n x n Q, column by column with the same compiled kernel as the cache."""
     n = y.shape[0]
@@ -543,14 +522,6 @@ def _in_low(yt, at, lt, ut):
 
 
 @njit_cached()
-def _is_free(at, lt, ut):
-    """l_t < alpha_t < u_t."""
-    if at <= lt:
-        return False
-    return at < ut
-
-
-@njit_cached()
 def _shrinkable(yt, at, lt, ut, m, gmax, gmin):
     """LIBSVM's shrinking rule for t with m = m_t: in I_up only with m < gmin = min_{I_low} m,
     in I_low only with m > gmax = max_{I_up} m, or in neither."""
@@ -563,285 +534,6 @@ def _shrinkable(yt, at, lt, ut, m, gmax, gmin):
     if il:
         return m > gmax
     return True
-
-
-@njit_cached()
-def _extremes(y, alpha, lo, up, grad, act, n_act):
-    """(max_{I_up} m, min_{I_low} m) over the active set."""
-    gmax = -np.inf
-    gmin = np.inf
-    for k in range(n_act):
-        t = act[k]
-        m = -y[t] * grad[t]
-        if _in_up(y[t], alpha[t], lo[t], up[t]) and m > gmax:
-            gmax = m
-        if _in_low(y[t], alpha[t], lo[t], up[t]) and m < gmin:
-            gmin = m
-    return gmax, gmin
-
-
-@njit_cached(inline="always")
-def _grad_update(grad, col_i, col_j, dai, daj, act, n_act):
-    """grad_t += dai Q_ti + daj Q_tj on the active rows; with every row active (act is then the
-    identity) in one contiguous loop that vectorizes."""
-    if n_act == grad.shape[0]:
-        for t in range(n_act):
-            grad[t] += col_i[t] * dai + col_j[t] * daj
-        return
-    for k in range(n_act):
-        t = act[k]
-        grad[t] += col_i[t] * dai + col_j[t] * daj
-
-
-# ---------------------------------------------------------------- the solver loop
-@njit_cached()
-def _smo_loop(kind, X, sqn, gamma, coef0, degree, Qm, slot_of, col_in, sgen, tick, clock,
-              inl, miss, warm, y, lo, up, lin, ent, cent, alpha, beta, grad, gbar, qd,
-              tol, max_iter, shrinking, verbose, trace_it, trace_v, gap_scale, gap_rel):
-    """Run SMO in place on ``alpha`` / ``beta`` (= C - alpha, entropy only) / ``grad``.
-
-    ``trace_it`` / ``trace_v`` receive (iteration, violation on the active set) at iterations
-    1, 2, 3, ... spaced by a factor 1.25, until they are full; unused slots keep iteration -1.
-
-    ``Qm`` is the preallocated column cache (n_slots x n, float32 or float64) or, for
-    ``kind == 3``, the full Q; ``slot_of`` .. ``miss`` are its bookkeeping (see
-    :func:`_get_col` and :class:`ColumnCache`), kept by the caller so that a continued run
-    reuses the cached columns. ``warm``: ``gbar`` already holds G_bar for ``alpha`` (a
-    continued run), else it is zero and is accumulated here.
-
-    ``gap_scale`` > 0 (KLR only): every min(n, GAP_EVERY_PAIRS) pair steps, with every
-    variable active, the loop also stops (status 3) once :func:`_klr_gap` at the midpoint b of
-    m_up, m_low passes :func:`_gap_reached` with ``gap_rel`` against ``gap_scale``.
-
-    Returns (iterations, status, gradient reconstructions, kernel entries computed); status 0
-    converged, 1 iteration limit, 2 stalled (the chosen pair could not move in floating point),
-    3 the gap estimate is within ``gap_rel``.
-    """
-    n = y.shape[0]
-    slots = Qm  # the column cache (float32 or float64), or the whole Q for kind 3
-    evals0 = clock[1]
-    buf = np.empty(n)  # dot products of the column being computed
-    act = np.arange(n)
-    n_act = n
-    is_act = np.ones(n, np.bool_)
-    hdd = np.zeros(n)
-    if ent:
-        for t in range(n):
-            hdd[t] = _hpp(alpha[t], beta[t])
-
-    # G_bar = sum over variables at a bound of alpha_t Q_:t
-    for t in range(n if warm else 0, n):  # none when G_bar is carried over
-        if alpha[t] != 0.0 and (alpha[t] == lo[t] or alpha[t] == up[t]):
-            col = _get_col(t, True, kind, X, sqn, gamma, coef0, degree, Qm, y,
-                           slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl, buf)
-            for s in range(n):
-                gbar[s] += alpha[t] * col[s]
-
-    it = 0
-    status = 0
-    n_trace = 0
-    next_trace = 1
-    unshrunk = False
-    counter = min(n, 1000) + 1
-    gap_every = min(n, GAP_EVERY_PAIRS)
-    gap_next = gap_every
-    n_rebuild = 0
-    just_rebuilt = False
-    while True:
-        if shrinking and not just_rebuilt:
-            counter -= 1
-            if counter == 0:
-                counter = min(n, 1000)
-                gmax, gmin = _extremes(y, alpha, lo, up, grad, act, n_act)
-                if not unshrunk and gmax - gmin <= 10.0 * tol:
-                    unshrunk = True
-                    n_act = _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin,
-                                         ent, cent, alpha, beta, grad, gbar, slots, slot_of, col_in,
-                                         sgen, tick, clock, act, n_act, is_act, miss, inl, buf)
-                    n_rebuild += 1
-                k2 = 0
-                for k in range(n_act):
-                    t = act[k]
-                    if _shrinkable(y[t], alpha[t], lo[t], up[t], -y[t] * grad[t], gmax, gmin):
-                        is_act[t] = False
-                        inl[clock[4]] = t
-                        clock[4] += 1
-                    else:
-                        act[k2] = t
-                        k2 += 1
-                n_act = k2
-
-        # ---- working set: i by the maximal violation, j by the second-order gain
-        gmax = -np.inf
-        i = -1
-        for k in range(n_act):
-            t = act[k]
-            if _in_up(y[t], alpha[t], lo[t], up[t]):
-                m = -y[t] * grad[t]
-                if m >= gmax:
-                    gmax = m
-                    i = t
-        gmin = np.inf
-        j = -1
-        if i >= 0:
-            col_i = _get_col(i, False, kind, X, sqn, gamma, coef0, degree, Qm, y,
-                             slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl, buf)
-            yi = y[i]
-            base = qd[i] + hdd[i]
-            best = np.inf
-            for k in range(n_act):
-                t = act[k]
-                if _in_low(y[t], alpha[t], lo[t], up[t]):
-                    m = -y[t] * grad[t]
-                    if m < gmin:
-                        gmin = m
-                    bgap = gmax - m
-                    if bgap > 0.0:
-                        a = base + qd[t] + hdd[t] - 2.0 * yi * y[t] * col_i[t]
-                        if a <= 0.0:
-                            a = TAU
-                        g = -bgap * bgap / a
-                        if g <= best:
-                            best = g
-                            j = t
-
-        if gap_scale > 0.0 and it >= gap_next and n_act == n and gmax - gmin > tol:
-            gap_next = it + gap_every
-            if _klr_gap_stop(y, alpha, beta, grad, lin, lo, up, cent, 0.5 * (gmax + gmin),
-                             gap_scale, gap_rel):
-                status = STATUS_GAP
-                break
-        if gmax - gmin <= tol or j < 0:
-            if n_act < n:
-                n_act = _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin,
-                                     ent, cent, alpha, beta, grad, gbar, slots, slot_of, col_in,
-                                     sgen, tick, clock, act, n_act, is_act, miss, inl, buf)
-                n_rebuild += 1
-                counter = 1
-                just_rebuilt = True
-                continue  # re-select on all variables (the final un-shrink check)
-            break
-        just_rebuilt = False
-        if it >= max_iter:
-            status = 1
-            break
-        it += 1
-        if it >= next_trace and n_trace < trace_it.shape[0]:
-            trace_it[n_trace] = it
-            trace_v[n_trace] = gmax - gmin
-            n_trace += 1
-            next_trace = max(next_trace + 1, int(next_trace * 1.25))
-        if verbose and it % 100000 == 0:
-            print("smo: iteration", it, "violation", gmax - gmin, "active", n_act)
-
-        # ---- two-variable update along d = (+y_i at i, -y_j at j)
-        col_i = _get_col(i, False, kind, X, sqn, gamma, coef0, degree, Qm, y,
-                         slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl, buf)
-        col_j = _get_col(j, False, kind, X, sqn, gamma, coef0, degree, Qm, y,
-                         slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl, buf)
-        bgap = gmax - (-y[j] * grad[j])
-        aq = qd[i] + qd[j] - 2.0 * y[i] * y[j] * col_i[j]
-        ai_old, aj_old, bi_old, bj_old = alpha[i], alpha[j], beta[i], beta[j]
-        ai_new, aj_new, bi_new, bj_new = _pair_values(i, j, bgap, aq, y, alpha, beta, lo, up,
-                                                      cent, ent)
-        dai = ai_new - ai_old
-        daj = aj_new - aj_old
-        if dai == 0.0 and daj == 0.0 and (not ent or (bi_new == bi_old and bj_new == bj_old)):
-            status = 2
-            break
-        alpha[i] = ai_new
-        alpha[j] = aj_new
-        _grad_update(grad, col_i, col_j, dai, daj, act, n_act)
-        if ent:
-            _entropy_update(i, j, ai_old, aj_old, bi_old, bj_old, bi_new, bj_new, alpha, beta,
-                            grad, hdd)
-        # ---- G_bar: contributions of variables entering or leaving a bound
-        for r in range(2):
-            t = i if r == 0 else j
-            old = ai_old if r == 0 else aj_old
-            new = alpha[t]
-            c_old = old if (old == lo[t] or old == up[t]) else 0.0
-            c_new = new if (new == lo[t] or new == up[t]) else 0.0
-            if c_new != c_old:
-                col = _get_col(t, True, kind, X, sqn, gamma, coef0, degree, Qm, y,
-                               slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl,
-                               buf)
-                dc = c_new - c_old
-                for q in range(n):
-                    gbar[q] += dc * col[q]
-
-    if n_act < n:
-        n_act = _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin,
-                             ent, cent, alpha, beta, grad, gbar, slots, slot_of, col_in,
-                             sgen, tick, clock, act, n_act, is_act, miss, inl, buf)
-        n_rebuild += 1
-    return it, status, n_rebuild, clock[1] - evals0
-
-
-@njit_cached()
-def _reconstruct(kind, X, sqn, gamma, coef0, degree, Qm, y, lo, up, lin, ent, cent,
-                 alpha, beta, grad, gbar, slots, slot_of, col_in, sgen, tick, clock,
-                 act, n_act, is_act, miss, inl, buf):
-    """Rebuild the gradient of the shrunk variables; make every variable active again."""
-    n = y.shape[0]
-    if n_act == n:
-        return n
-    inact = np.empty(n - n_act, np.int64)
-    q = 0
-    for t in range(n):
-        if not is_act[t]:
-            inact[q] = t
-            q += 1
-    for t in inact:
-        grad[t] = gbar[t] + lin[t]
-        if ent:
-            grad[t] += _hp(alpha[t], beta[t])
-    nr_free = 0
-    for k in range(n_act):
-        if _is_free(alpha[act[k]], lo[act[k]], up[act[k]]):
-            nr_free += 1
-    if nr_free * n > 2 * n_act * (n - n_act):
-        scratch = np.empty_like(slots[0])  # not cached: shrunk variables' columns are rarely reused
-        for t in inact:  # column t on the active rows = row t of Q
-            if kind == 3:
-                col = slots[t]
-            elif slot_of[t] >= 0:
-                col = _get_col(t, False, kind, X, sqn, gamma, coef0, degree, Qm, y,
-                               slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl,
-                               buf)
-            else:
-                _fill(kind, X, sqn, gamma, coef0, degree, y, t, act, n_act, False, scratch, buf)
-                clock[1] += n_act
-                col = scratch
-            acc = 0.0
-            for k in range(n_act):
-                a = act[k]
-                if _is_free(alpha[a], lo[a], up[a]):
-                    acc += alpha[a] * col[a]
-            grad[t] += acc
-    else:
-        for k in range(n_act):
-            a = act[k]
-            if _is_free(alpha[a], lo[a], up[a]):
-                col = _get_col(a, True, kind, X, sqn, gamma, coef0, degree, Qm, y,
-                               slots, slot_of, col_in, sgen, tick, clock, act, n_act, miss, inl,
-                               buf)
-                for t in inact:
-                    grad[t] += alpha[a] * col[t]
-    for t in range(n):
-        act[t] = t
-        is_act[t] = True
-    for s in range(col_in.shape[0]):  # older partial columns cannot be completed any more
-        if col_in[s] >= 0 and sgen[s] >= 0 and sgen[s] < clock[2]:
-            slot_of[col_in[s]] = -1
-            col_in[s] = -1
-            tick[s] = 0
-    for q in range(inact.shape[0]):  # this generation's partial columns lack these rows
-        miss[q] = inact[q]
-    clock[3] = inact.shape[0]
-    clock[2] += 1
-    clock[4] = 0
-    return n
 
 
 # ---------------------------------------------------------------- Python entry point
@@ -894,6 +586,8 @@ class DualSolution:
     ``solve_dual(cache=...)``)."""
     gap_stopped: bool = False
     """The run stopped on its gap estimate (``solve_dual(gap_scale=...)``) before ``tol``."""
+    time_limited: bool = False
+    """The run stopped at ``solve_dual(time_limit=...)``."""
 
     @property
     def violation(self) -> float:
@@ -902,17 +596,27 @@ class DualSolution:
 
 
 def _column_cache(spec, n: int, cache_dtype: str, cache_mb: float) -> np.ndarray:
-    """The n_slots x n array the compiled loop caches columns in (or the full Q)."""
+    """The n_slots x n array the batched solver caches columns in (or the full Q). Kept for
+    solvers/smo/batched.py's numba loop until its port lands."""
+    n_slots, f32 = _cache_storage(spec.kind, n, cache_dtype, cache_mb)
+    if spec.kind == KIND_MATRIX:
+        return spec.Q
+    return np.empty((n_slots, n), dtype=np.float32 if f32 else np.float64)
+
+
+def _cache_storage(kind: int, n: int, cache_dtype: str, cache_mb: float) -> tuple[int, bool]:
+    """(slots, float32?) of the loop's column cache: as many length-n columns as fit
+    ``cache_mb``; "auto" stores float64 when the whole of Q fits the budget so, else float32."""
     if cache_dtype not in ("auto", "float64", "float32"):
         raise ValueError(
             f"'cache_dtype' must be 'auto', 'float64' or 'float32'; got {cache_dtype!r}."
         )
-    if spec.kind == KIND_MATRIX:
-        return spec.Q
+    if kind == KIND_MATRIX:
+        return n, False
     if cache_dtype == "auto":
         cache_dtype = "float64" if 8.0 * n * n <= cache_mb * 2**20 else "float32"
-    dtype = np.dtype(cache_dtype)
-    return np.empty((cache_slots(n, cache_mb, dtype.itemsize), n), dtype=dtype)
+    itemsize = np.dtype(cache_dtype).itemsize
+    return cache_slots(n, cache_mb, itemsize), itemsize == 4
 
 
 @dataclasses.dataclass
@@ -928,14 +632,7 @@ class ColumnCache:
 
     qmat: object  # the QMatrix the columns belong to
     dtype: str  # the cache_dtype asked for
-    slots: np.ndarray  # n_slots x n columns (or the full Q for KIND_MATRIX)
-    slot_of: np.ndarray  # slot of column t, or -1
-    col_in: np.ndarray  # column held by slot s, or -1
-    sgen: np.ndarray  # -1: complete column; g: active rows of shrinking generation g
-    tick: np.ndarray  # LRU time of slot s
-    clock: np.ndarray  # [LRU clock, kernel entries, generation, len(miss), len(inl)]
-    inl: np.ndarray  # rows shrunk in this generation
-    miss: np.ndarray  # rows missing from the previous generation's columns
+    columns: _smo.KernelColumns  # the slots and their LRU / shrinking-generation bookkeeping
     gbar: np.ndarray  # G_bar at alpha_end
     alpha_end: np.ndarray | None = None  # the alpha the last run ended with
     box_end: tuple[np.ndarray, np.ndarray] | None = None  # and its box (lower, upper)
@@ -944,11 +641,16 @@ class ColumnCache:
     def empty(cls, qmat: QMatrix, n: int, cache_dtype: str) -> ColumnCache:
         """A cache with no column computed yet, within ``qmat.cache_mb`` (200 MB default)."""
         spec = qmat.compiled_spec()
-        slots = _column_cache(spec, n, cache_dtype, getattr(qmat, "cache_mb", 200.0))
-        n_sl = slots.shape[0]
-        return cls(qmat, cache_dtype, slots, -np.ones(n, np.int64), -np.ones(n_sl, np.int64),
-                   -np.ones(n_sl, np.int64), np.zeros(n_sl, np.int64), np.zeros(5, np.int64),
-                   np.zeros(n, np.int64), np.zeros(n, np.int64), np.zeros(n))
+        n_slots, f32 = _cache_storage(spec.kind, n, cache_dtype,
+                                      getattr(qmat, "cache_mb", 200.0))
+        if spec.kind == KIND_MATRIX:
+            Q = np.ascontiguousarray(spec.Q, dtype=float)
+            if Q.shape != (n, n):
+                raise ValueError(f"Q must be {n} x {n}; got {Q.shape}.")
+            columns = _smo.KernelColumns.matrix(Q, Q)
+        else:
+            columns = _smo.KernelColumns(n, n_slots, f32)
+        return cls(qmat, cache_dtype, columns, np.zeros(n))
 
     def fits(self, qmat: QMatrix, cache_dtype: str) -> bool:
         """Whether this cache holds columns of ``qmat`` in the storage asked for."""
@@ -995,6 +697,8 @@ def termination_of(sol: DualSolution):
         return TerminationCondition.OPTIMAL, SolutionStatus.OPTIMAL
     if sol.stalled:
         return TerminationCondition.NUMERICAL_ERROR, SolutionStatus.FEASIBLE
+    if sol.time_limited:
+        return TerminationCondition.TIME_LIMIT, SolutionStatus.FEASIBLE
     return TerminationCondition.ITERATION_LIMIT, SolutionStatus.FEASIBLE
 
 
@@ -1072,6 +776,7 @@ def solve_dual(
     cache: ColumnCache | None = None,
     working_set: int = 2,
     gap_scale: float = 0.0,
+    time_limit: float | None = None,
 ) -> DualSolution:
     """Minimise 1/2 a'Qa + p'a + sum h_i(a_i) s.t. y'a = 0, l <= a <= u by SMO.
 
@@ -1118,6 +823,14 @@ def solve_dual(
         gap scale min(gap_scale, |f|, |bound|) (``gap_scale`` = the natural scale P(0, 0)),
         before the violation reaches ``tol``; the result then has ``gap_stopped`` set and counts
         as converged. 0: stop at ``tol`` only.
+    time_limit : float, optional
+        Seconds after which the pairwise loop stops (``time_limited`` set, not converged).
+        None: no limit.
+
+    Raises
+    ------
+    KeyboardInterrupt
+        On Ctrl-C: the compiled loop checks for signals every 1000 pair steps.
     """
     gap_scale = float(gap_scale) if entropy_C is not None else 0.0
     if working_set > 2:
@@ -1147,16 +860,19 @@ def solve_dual(
     if cache is None or not cache.fits(qmat, cache_dtype):
         cache = ColumnCache.empty(qmat, y.size, cache_dtype)
     warm = cache.gbar_for(alpha, lo, up)
+    if spec.kind != KIND_MATRIX:
+        cache.columns.set_kernel(spec.kind, np.ascontiguousarray(spec.X, dtype=float),
+                                 np.ascontiguousarray(spec.sqnorm, dtype=float),
+                                 float(spec.gamma), float(spec.coef0), float(spec.degree), y)
     trace_it = np.full(TRACE_LENGTH, -1, dtype=np.int64)
     trace_v = np.zeros(TRACE_LENGTH)
-    c = cache
-    it, status, n_rebuild, n_kernel = _smo_loop(
-        spec.kind, spec.X, spec.sqnorm, spec.gamma, spec.coef0, spec.degree, c.slots,
-        c.slot_of, c.col_in, c.sgen, c.tick, c.clock, c.inl, c.miss, warm,
-        y, lo, up, lin, ent, cent, alpha, beta, grad, c.gbar, qd,
+    it, status, n_rebuild, n_kernel = _smo.solve(
+        cache.columns, y, lo, up, lin, cent, qd, ent, alpha, beta, grad, cache.gbar, warm,
         float(tol), int(max_iter), bool(shrinking), bool(verbose), trace_it, trace_v,
-        gap_scale, GAP_REL,
+        gap_scale, GAP_REL, float(time_limit) if time_limit is not None else 0.0,
     )
+    if status == STATUS_INTERRUPTED:  # Ctrl-C during the loop (alpha, grad are consistent)
+        raise KeyboardInterrupt
     cache.ended_at(alpha, lo, up)
     m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
     hval, hp = entropy_terms(alpha, cent, beta) if ent else (np.zeros(1), 0.0)
@@ -1172,7 +888,8 @@ def solve_dual(
     return DualSolution(alpha, grad, int(it), converged, m_up, m_low, objective, qa,
                         stalled=status == STATUS_STALLED, kernel_evals=int(n_kernel),
                         reconstructions=int(n_rebuild), history=history, cache=cache,
-                        gap_stopped=status == STATUS_GAP)
+                        gap_stopped=status == STATUS_GAP,
+                        time_limited=status == STATUS_TIME_LIMIT)
 
 
 __all__ = ["BATCHED_WORKING_SET", "ColumnCache", "DualSolution", "KIND_MATRIX", "TAU",
