@@ -14,7 +14,7 @@ import pytest
 
 from solvers.kernels import Kernel
 from solvers.smo.batched import ROW_BLOCK, _block_ww, _fill_and_update, _ranked, solve_dual_batched
-from solvers.smo.core import entropy_terms
+from solvers.smo.core import entropy_terms, index_set_extremes
 from solvers.smo.klr import feasible_start
 from solvers.smo.qmatrix import KernelQMatrix, PrecomputedQMatrix
 
@@ -108,11 +108,9 @@ def test_in_place_arrays_are_not_converted():
 
 
 def kkt_violation(alpha, grad, y, lo, up) -> float:
-    m = -y * grad
-    pos = y > 0
-    i_up = (pos & (alpha < up)) | (~pos & (alpha > lo))
-    i_low = (~pos & (alpha < up)) | (pos & (alpha > lo))
-    return float(m[i_up].max() - m[i_low].min())
+    """max_{I_up} m - min_{I_low} m over every variable, from the given gradient."""
+    m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
+    return m_up - m_low
 
 
 @pytest.mark.parametrize(("name", "kind", "kernel"), KERNELS)

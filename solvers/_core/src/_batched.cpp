@@ -94,6 +94,19 @@ static KernelData tile_of(const KernelData& kd, long lo, long m, std::vector<dou
   return kt;
 }
 
+// body(lo, m, tile) for the row blocks [lo, lo + m) of n rows (ROW_BLOCK each) on all threads,
+// with a scratch vector per thread. Blocks are independent: results do not depend on the threads.
+template <class Body>
+static void for_row_blocks(long n, Body&& body) {
+  const long nb = (n + ROW_BLOCK - 1) / ROW_BLOCK;
+#pragma omp parallel if (nb > 1)
+  {
+    std::vector<double> tile;
+#pragma omp for schedule(static)
+    for (long b = 0; b < nb; ++b) body(b * ROW_BLOCK, std::min(n - b * ROW_BLOCK, ROW_BLOCK), tile);
+  }
+}
+
 // Kc[slots[k]] = Q_:cols[k] (all rows of kd) for k < nfill, and G += sum_{k < nnz} d[k] Kc[gslots[k]],
 // in one pass over X in row blocks of ROW_BLOCK rows on all threads. A block's rows of X stay in
 // the CPU cache while every new column is computed on them, and the block's rows of the new
@@ -104,27 +117,19 @@ template <class T>
 static void fill_and_update(const KernelData& kd, const i64* cols, const i64* slots, long nfill,
                             T* Kc, long ld, double* grad, const i64* gslots, const double* d,
                             long nnz) {
-  const long n = kd.n;
   std::vector<double> XW;
   columns_of(kd, cols, nfill, XW);
-  const long nb = (n + ROW_BLOCK - 1) / ROW_BLOCK;
-#pragma omp parallel if (nb > 1)
-  {
-    std::vector<double> tile;
-#pragma omp for schedule(static)
-    for (long b = 0; b < nb; ++b) {
-      const long lo = b * ROW_BLOCK, hi = std::min(n, lo + ROW_BLOCK), m = hi - lo;
-      if (nfill > 0) {
-        const KernelData kt = tile_of(kd, lo, m, tile);
-        for (long k = 0; k < nfill; ++k) {
-          const i64 i = cols[k];
-          fill_block_contiguous<T>(kt, 0, m, kd.y[i], XW.data() + k * kd.p, 1, kd.sqn[i],
-                                   Kc + slots[k] * ld + lo);
-        }
+  for_row_blocks(kd.n, [&](long lo, long m, std::vector<double>& tile) {
+    if (nfill > 0) {
+      const KernelData kt = tile_of(kd, lo, m, tile);
+      for (long k = 0; k < nfill; ++k) {
+        const i64 i = cols[k];
+        fill_block_contiguous<T>(kt, 0, m, kd.y[i], XW.data() + k * kd.p, 1, kd.sqn[i],
+                                 Kc + slots[k] * ld + lo);
       }
-      for (long k = 0; k < nnz; ++k) add_scaled<T>(grad + lo, Kc + gslots[k] * ld + lo, d[k], m);
     }
-  }
+    for (long k = 0; k < nnz; ++k) add_scaled<T>(grad + lo, Kc + gslots[k] * ld + lo, d[k], m);
+  });
 }
 
 // The LRU column cache: slot_of[t] (column t's slot or -1), col_in[s] (slot s's column or -1),
@@ -346,26 +351,17 @@ struct Subproblem {
 // compacted (cols index the data of kd). Parallel over row blocks (rows independent).
 static void rows_times(const KernelData& kr, const KernelData& kd, const i64* cols,
                        const double* coef, long ncols, double* out) {
-  const long m_all = kr.n;
   std::vector<double> XW;
   columns_of(kd, cols, ncols, XW);
-  const long nb = (m_all + ROW_BLOCK - 1) / ROW_BLOCK;
-#pragma omp parallel if (nb > 1)
-  {
-    std::vector<double> tile;
-    std::vector<double> col(ROW_BLOCK);
-#pragma omp for schedule(static)
-    for (long b = 0; b < nb; ++b) {
-      const long lo = b * ROW_BLOCK, hi = std::min(m_all, lo + ROW_BLOCK), m = hi - lo;
-      const KernelData kt = tile_of(kr, lo, m, tile);
-      for (long k = 0; k < ncols; ++k) {
-        const i64 i = cols[k];
-        fill_block_contiguous<double>(kt, 0, m, kd.y[i], XW.data() + k * kd.p, 1, kd.sqn[i],
-                                      col.data());
-        add_scaled<double>(out + lo, col.data(), coef[k], m);
-      }
+  for_row_blocks(kr.n, [&](long lo, long m, std::vector<double>& tile) {
+    const KernelData kt = tile_of(kr, lo, m, tile);
+    alignas(64) double col[ROW_BLOCK];
+    for (long k = 0; k < ncols; ++k) {
+      const i64 i = cols[k];
+      fill_block_contiguous<double>(kt, 0, m, kd.y[i], XW.data() + k * kd.p, 1, kd.sqn[i], col);
+      add_scaled<double>(out + lo, col, coef[k], m);
     }
-  }
+  });
 }
 
 // alpha on a bound, else 0 (its share of G_bar = sum_{t at a bound} alpha_t Q_:t).
