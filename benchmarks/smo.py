@@ -265,7 +265,7 @@ def bench_svm_peers(sizes, quick, lines):
     xsvc = None if xmod is None else xmod.SVC
     print("\n".join(lines[-6:]), flush=True)
     # every row's call once untimed, ours and the peers': each pays its one-time costs of the
-    # process here (numba's cache load, the run record's library scan, lazy imports)
+    # process here (loading the compiled module, the run record's library scan, lazy imports)
     svm_peer_rows("warm-up", *clouds(300, 1.5, seed=3), xsvc, why)
     for name, X, y in svm_instances(sizes, quick):
         bc.print_instance(svm_peer_rows(name, X, y, xsvc, why), lines)
@@ -295,7 +295,7 @@ print(json.dumps(time.perf_counter() - t))
 
 def bench_first_fit(lines, reps=3):
     """Breast cancer's fit as the first call of a fresh process (imports and data load done,
-    untimed): what a one-shot script pays, numba's cache load included for ours."""
+    untimed): what a one-shot script pays, the compiled module's load included for ours."""
     import json
     import statistics
 
@@ -360,7 +360,7 @@ d = load(sys.argv[1])
 r = SVM(d.X, d.y, C=1.0, kernel="rbf", gamma=float(sys.argv[2])).solve("smo", tol=1e-3)
 print(json.dumps([time.perf_counter() - t, r.objective]))
 """
-"""A fresh process that has imported optmodels: its first load + fit (numba's cache load and the
+"""A fresh process that has imported optmodels: its first load + fit (the module load and the
 pandas import included), timed inside it."""
 
 
@@ -394,8 +394,8 @@ def _compiled_bytecode():
 
 def bench_cli(n, lines, reps=CLI_REPS):
     """``optmodels solve svm --strategy smo`` on an n-row CSV (subprocess: interpreter start,
-    imports, file read, numba's cache load, solve, report) vs loading the same file and fitting
-    in this already-running process (numba's cache loaded, pandas imported), and vs the first
+    imports, file read, module load, solve, report) vs loading the same file and fitting
+    in this already-running process (compiled module loaded, pandas imported), and vs the first
     load + fit of a fresh process that imported optmodels; medians of ``reps`` runs each."""
     import json
     import statistics
@@ -433,7 +433,7 @@ def bench_cli(n, lines, reps=CLI_REPS):
     obj_cli = rec.get("objective", float("nan"))
     lines += [f"## CLI vs in-process, SVM by SMO on a {n:,}-row CSV (goal CLI/in-process < 2)",
               "", f"(wall seconds, medians of {reps} runs each; CLI CPU seconds in brackets; "
-              "in process: load + fit in this running process, numba's cache loaded; first "
+              "in process: load + fit in this running process, compiled module loaded; first "
               "fit: the first load + fit of a fresh process that imported optmodels; 1-min "
               f"load average after: {os.getloadavg()[0]:.1f})", "",
               "| n | in-process load + fit s | CLI subprocess s | ratio | first fit of a "
@@ -454,7 +454,7 @@ def main() -> None:
                          "in-process), svm, klr, big, linear, block")
     args = ap.parse_args()
     parts = set(args.only.split(","))
-    for n_warm in (50, 1200):  # load numba's cache of the pairwise and batched solvers (float64
+    for n_warm in (50, 1200):  # load the pairwise and batched solvers (float64
         for mb in (200, 1):  # and float32 columns) and of the kernel sums outside the timings
             smo_svm(*clouds(n_warm, 1.5, 0), kernel=RBF, cache_mb=mb)
             smo_klr(*clouds(n_warm, 1.5, 0), kernel=RBF, cache_mb=mb)

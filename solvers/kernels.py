@@ -14,7 +14,8 @@ import dataclasses
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
+
+from solvers.sparse import is_scipy_sparse
 
 KERNELS = ("linear", "rbf", "poly", "precomputed")
 
@@ -39,9 +40,9 @@ class Kernel:
 
         X and Z may be scipy sparse: they stay sparse up to the dense m x n_z result."""
         if self.name == "precomputed":
-            return X.toarray() if sp.issparse(X) else np.asarray(X, dtype=float)
+            return X.toarray() if is_scipy_sparse(X) else np.asarray(X, dtype=float)
         G = X @ Z.T
-        G = G.toarray() if sp.issparse(G) else np.asarray(G, dtype=float)
+        G = G.toarray() if is_scipy_sparse(G) else np.asarray(G, dtype=float)
         if self.name == "linear":
             return G
         if self.name == "poly":
@@ -64,6 +65,6 @@ class Kernel:
 
 def row_norms(X: Any) -> np.ndarray:
     """[||x_i||^2] per row of a dense array or a scipy sparse matrix."""
-    if sp.issparse(X):
+    if is_scipy_sparse(X):
         return np.asarray(X.multiply(X).sum(axis=1), dtype=float).ravel()
     return np.einsum("ij,ij->i", X, X)

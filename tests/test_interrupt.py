@@ -84,3 +84,17 @@ def test_cli_exits_130_with_the_best_point_and_no_traceback(tmp_path):
     assert proc.returncode == 130, err
     assert "interrupted" in out
     assert (tmp_path / "sol.json").exists()  # the best point is written
+
+
+@pytest.mark.parametrize("working_set", [2, 256])  # the pairwise and the batched loop
+def test_interrupted_smo_solve_returns_its_best_point(working_set):
+    X, y = make_classification(6000, 10, flip_y=0.3, random_state=1)
+    prob = SVM(X, y, kernel="rbf", C=100.0, gamma=5.0)
+    sent = _sigint_after(0.5)
+    res = prob.solve("smo", tol=1e-12, working_set=working_set, cache_mb=2.0)
+    stopped = time.perf_counter()
+    assert res.termination is TerminationCondition.INTERRUPTED
+    assert stopped - sent["at"] < 2.0
+    alpha = res.extra["alpha"]
+    assert np.all(alpha >= 0) and np.all(alpha <= prob.box)
+    assert res.gap is not None and res.gap > 0 and res.x is not None

@@ -3,11 +3,6 @@
 from __future__ import annotations
 
 import inspect
-import os
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -165,36 +160,3 @@ def test_ridge_sketch_size_defaults_below_d(method):
 def test_ridge_sketch_size_above_d_is_an_error_naming_the_fix():
     with pytest.raises(DataError, match=r"'m' option .* at most d = 7.*min\(256, d\) = 7"):
         _ridge(60, 7).solve("rfd", m=8)
-
-
-# ---------------------------------------------------------------------------- numba cache
-def test_numba_cache_falls_back_when_install_and_home_are_read_only(tmp_path):
-    """A copy of ``solvers`` whose __pycache__ cannot be created (a file of that name: root
-    ignores permission bits) and a HOME under a regular file: importing the SMO core must
-    point NUMBA_CACHE_DIR at the temp dir instead of raising RuntimeError."""
-    src = Path(__file__).resolve().parents[1] / "solvers"
-    copy = tmp_path / "site" / "solvers"
-    shutil.copytree(src, copy, ignore=shutil.ignore_patterns("__pycache__", "*.nb*"))
-    (copy / "smo" / "__pycache__").write_text("not a folder")
-    (tmp_path / "home").write_text("not a folder")
-    env = {k: v for k, v in os.environ.items() if k not in ("NUMBA_CACHE_DIR", "XDG_CACHE_HOME")}
-    env.update(HOME=str(tmp_path / "home" / "user"), TMPDIR=str(tmp_path / "tmp"),
-               PYTHONPATH=str(tmp_path / "site"), PYTHONDONTWRITEBYTECODE="1")
-    (tmp_path / "tmp").mkdir()
-    code = "import os, solvers.smo.core as c; print(c.__file__, os.environ['NUMBA_CACHE_DIR'])"
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
-                          cwd=tmp_path, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    module, cache = proc.stdout.split()
-    assert module.startswith(str(copy))
-    assert cache.startswith(str(tmp_path / "tmp"))
-
-
-def test_numba_cache_dir_set_by_the_user_is_kept(tmp_path, monkeypatch):
-    from solvers.numba_cache import ensure_writable_cache
-
-    monkeypatch.setenv("NUMBA_CACHE_DIR", str(tmp_path))
-    assert ensure_writable_cache(tmp_path / "missing") is None
-    monkeypatch.delenv("NUMBA_CACHE_DIR")
-    assert ensure_writable_cache(tmp_path) is None  # a writable source folder: numba's default
-    assert "NUMBA_CACHE_DIR" not in os.environ

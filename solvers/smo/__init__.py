@@ -1,7 +1,7 @@
 """SMO decomposition for the weighted SVM dual and the (sparse) kernel logistic regression dual.
 
 Modules: :mod:`~solvers.smo.qmatrix` (Q column protocol, kernel cache, full matrix),
-:mod:`~solvers.smo.core` (the one generic second-order SMO solver, compiled with numba),
+:mod:`~solvers.smo.core` (the one generic second-order SMO solver, compiled C++),
 :mod:`~solvers.smo.svm` and :mod:`~solvers.smo.klr` (the two problems),
 :mod:`~solvers.smo.block` (working sets of q > 2 variables solved by HiGHS / CVXPY).
 """

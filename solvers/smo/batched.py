@@ -39,7 +39,7 @@ Outer step k:
 * Stop when v <= tol (converged); when the pair steps taken reach ``max_iter`` (not
   converged); when a subproblem takes no step (stalled, as the core's NUMERICAL_ERROR); for
   KLR given ``gap_scale``, also when the gap, checked every GAP_EVERY outer steps by the
-  core's :func:`~solvers.smo.core._klr_gap_stop`, is within the core's GAP_REL (converged,
+  core's ``klr_gap_stop`` (dual_terms.hpp), is within the core's GAP_REL (converged,
   ``gap_stopped``).
 
 Kernel entries per outer step: n per column missing from the cache whose variable moved, plus
@@ -94,6 +94,7 @@ from solvers._core import _batched
 from solvers.smo.core import (
     GAP_REL,
     STATUS_GAP,
+    STATUS_INTERRUPTED,
     STATUS_ITERATION_LIMIT,
     STATUS_STALLED,
     DualSolution,
@@ -263,14 +264,15 @@ def solve_dual_batched(
     hval, hp = entropy_terms(alpha, cent, beta) if ent else (np.zeros(1), 0.0)
     qa = grad - lin - hp
     objective = float(0.5 * alpha @ qa + lin @ alpha + hval.sum())
-    converged = status == STATUS_GAP or (m_up - m_low <= tol and status != STATUS_ITERATION_LIMIT)
+    converged = status == STATUS_GAP or (m_up - m_low <= tol and status not in
+                                         (STATUS_ITERATION_LIMIT, STATUS_INTERRUPTED))
     used = trace[trace[:, 0] >= 0]  # unused slots hold -1 (filtered in numpy, as the core's)
     history = [{"iteration": int(s), "violation": max(v, 0.0)} for s, v in used.tolist()]
     return BatchedDualSolution(
         alpha, grad, int(steps), bool(converged), m_up, m_low, objective, qa,
         stalled=status == STATUS_STALLED and not converged, kernel_evals=int(evals),
         reconstructions=int(rebuilds), history=history, outer_iterations=int(outer),
-        gap_stopped=status == STATUS_GAP)
+        gap_stopped=status == STATUS_GAP, interrupted=status == STATUS_INTERRUPTED)
 
 
 __all__ = ["BatchedDualSolution", "solve_dual_batched"]

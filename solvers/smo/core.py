@@ -39,8 +39,8 @@ Gradient ``G = Q alpha + p + h'(alpha)``; ``m_t = -y_t G_t``.
   as LIBSVM's, when Q does not fit in float64). A partial column is completed later by
   computing just its missing rows; while more than n / GATHER_COST rows are active a missing
   column is computed whole (contiguous loops are 2.5x cheaper per entry than gathered ones).
-  The RBF exp is computed by :func:`_exp_parts` (vectorizable, <= 2 ulp). A refinement round
-  continues with the previous run's cache and G_bar (:class:`ColumnCache`).
+  The RBF exp is computed by ``exp_parts`` of kernel.hpp (vectorizable, <= 2 ulp). A
+  refinement round continues with the previous run's cache and G_bar (:class:`ColumnCache`).
 
 Why compiled: each iteration does O(n) work split into a dozen short loops (selection, gradient
 update, a kernel column on a cache miss). In Python or numpy each loop costs a call overhead of
@@ -50,29 +50,25 @@ the selection pass. The loop, the column cache and the kernel evaluation are C++
 solvers/_core/include/optmodels/dual_terms.hpp, the columns in kernel.hpp), run with the GIL
 released; Ctrl-C is noticed every 1000 pair steps.
 
-The numba functions still below (``_hp`` .. ``_shrinkable``, ``_fill*``, ``_exp_parts``,
-``_column_cache``, ``_q_matrix``) serve solvers/smo/batched.py, kernel_sums.py and
-:func:`q_matrix` until their ports land; the pairwise solver no longer uses them.
+The batched variant (working sets of q > 2 variables) is :mod:`solvers.smo.batched`; the full
+Q for small problems comes from :func:`solvers.smo.kernel_sums.q_matrix`.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import math
 
-import numba
 import numpy as np
 
 from solvers._core import _smo
-from solvers.numba_cache import njit_cached
 from solvers.result import CERTIFICATE_TOL
 from solvers.smo.qmatrix import KIND_MATRIX, KernelQMatrix, QMatrix, cache_slots
 
 TAU = 1e-12
 """LIBSVM's tau': the curvature used when a_it <= 0."""
 PARALLEL_FROM = 4096
-"""Kernel columns of this many entries or more are computed on all of numba's threads (a
-compile-time constant: numba freezes globals, and its cache keeps them). Measured at n = 5*10^4
+"""Kernel columns of this many entries or more are computed on all threads (OpenMP, kernel.hpp;
+this copy must equal the compiled constant, which a test checks). Measured at n = 5*10^4
 (RBF, clouds, 65,656 SMO steps): 77.2 s serial, 71.9 s from 20,000 entries, 68.1 s from 4,096;
 a single column of 5*10^4 entries takes 0.48 ms instead of 0.83 ms on 2 cores."""
 FILL_BLOCK = 2048
@@ -127,416 +123,6 @@ def _klr_b_newton(y: np.ndarray, alpha: np.ndarray, beta: np.ndarray, grad: np.n
     return _smo.klr_b_newton(*arr, float(b), int(steps))
 
 
-# ---------------------------------------------------------------- problem-specific terms
-@njit_cached(inline="always")
-def _hp(a, b):
-    """h'(a) = log(a / (C - a)) with b = C - a kept separately (no cancellation near C)."""
-    return math.log(a) - math.log(b)
-
-
-@njit_cached(inline="always")
-def _hpp(a, b):
-    """h''(a) = 1/a + 1/(C - a), b = C - a."""
-    return 1.0 / a + 1.0 / b
-
-
-@njit_cached()
-def _entropy_value(a, b, c):
-    """h(a) = a log(a / C) + (C - a) log((C - a) / C), b = C - a (0 log 0 = 0)."""
-    out = 0.0
-    if a > 0.0:
-        out += a * math.log(a / c)
-    if b > 0.0:
-        out += b * math.log(b / c)
-    return out
-
-
-@njit_cached(inline="always")
-def _sigmoid(z):
-    """sigma(z) = 1 / (1 + e^-z), without overflow for either sign of z."""
-    if z >= 0.0:
-        return 1.0 / (1.0 + math.exp(-z))
-    ez = math.exp(z)
-    return ez / (1.0 + ez)
-
-
-@njit_cached()
-def _klr_gap_nb(y, alpha, beta, grad, lin, lo, up, cent, b):
-    """(f(alpha), f(alpha) + P(w(alpha), b)) of the KLR dual from the loop's gradient, in O(n).
-
-    The same quantities as :mod:`solvers.smo.certificate` (its numpy functions certify the
-    result; this copy lets the compiled loops stop once the gap is small, and a test holds the
-    two equal): qa = G - p - h'(alpha), t_i = qa_i + y_i b, z_i = -p_i - t_i,
-    f = sum_i 1/2 alpha_i qa_i + h_i(alpha_i) + p_i alpha_i and
-    gap(b) = sum_i alpha_i qa_i + h_i(alpha_i) + p_i alpha_i + loss_i(t_i), where
-    loss_i = C_i log(1 + e^z_i) when a* = C_i sigma(z_i) lies in [l_i, u_i], else
-    a* z_i - h_i(a*) at the clipped a*. Any b bounds the gap at the best b from above.
-    """
-    f = 0.0
-    gap = 0.0
-    for i in range(y.shape[0]):
-        a = alpha[i]
-        c = cent[i]
-        h = _entropy_value(a, beta[i], c)
-        qa = grad[i] - lin[i] - _hp(a, beta[i])
-        z = -lin[i] - (qa + y[i] * b)
-        free = c * _sigmoid(z)
-        if free < lo[i]:
-            loss = lo[i] * z - _entropy_value(lo[i], c - lo[i], c)
-        elif free > up[i]:
-            loss = up[i] * z - _entropy_value(up[i], c - up[i], c)
-        else:  # C_i log(1 + e^z), stable for either sign
-            loss = c * (max(z, 0.0) + math.log1p(math.exp(-abs(z))))
-        f += 0.5 * a * qa + h + lin[i] * a
-        gap += a * qa + h + lin[i] * a + loss
-    return f, gap
-
-
-@njit_cached()
-def _klr_b_newton_nb(y, alpha, beta, grad, lin, lo, up, cent, b, steps):
-    """``steps`` Newton steps on g(b) = sum_i y_i a*_i(t_i(b)) = 0, the best b's condition (see
-    :func:`solvers.smo.certificate.klr_best_intercept`, which bisects): g'(b) =
-    -sum_{a*_i unclipped} C_i s_i (1 - s_i), s_i = sigma(z_i). Any b gives a valid gap, so no
-    safeguard is needed beyond stopping where g' vanishes."""
-    n = y.shape[0]
-    for _ in range(steps):
-        g = 0.0
-        dg = 0.0
-        for i in range(n):
-            c = cent[i]
-            z = -grad[i] + _hp(alpha[i], beta[i]) - y[i] * b  # -p_i - (Q alpha)_i - y_i b
-            sig = _sigmoid(z)
-            a = c * sig
-            if a < lo[i]:
-                a = lo[i]
-            elif a > up[i]:
-                a = up[i]
-            else:
-                dg -= c * sig * (1.0 - sig)
-            g += y[i] * a
-        if dg == 0.0:
-            break
-        b -= g / dg
-    return b
-
-
-@njit_cached()
-def _gap_reached(f, gap, gap_scale, gap_rel):
-    """gap <= gap_rel * min(gap_scale, max(|f|, |f - gap|)) (the certificate's scale rule,
-    :func:`solvers.result.objective_scale`)."""
-    top = max(abs(f), abs(f - gap))
-    scale = min(gap_scale, top) if top > 0.0 else gap_scale
-    return gap <= gap_rel * scale
-
-
-@njit_cached()
-def _klr_gap_stop(y, alpha, beta, grad, lin, lo, up, cent, b_mid, gap_scale, gap_rel):
-    """Whether the KLR gap is within ``gap_rel`` (:func:`_gap_reached`): first at the midpoint
-    b of m_up, m_low (one pass), then, when that gap is within GAP_NEWTON_WITHIN times the
-    target, at b after GAP_NEWTON_STEPS Newton steps towards the best b (the midpoint's gap
-    is measured larger: at n = 5*10^4 the stop came 12% of the pair steps later)."""
-    f, gap = _klr_gap_nb(y, alpha, beta, grad, lin, lo, up, cent, b_mid)
-    if _gap_reached(f, gap, gap_scale, gap_rel):
-        return True
-    if not _gap_reached(f, gap, gap_scale, GAP_NEWTON_WITHIN * gap_rel):
-        return False
-    b = _klr_b_newton_nb(y, alpha, beta, grad, lin, lo, up, cent, b_mid, GAP_NEWTON_STEPS)
-    f, gap = _klr_gap_nb(y, alpha, beta, grad, lin, lo, up, cent, b)
-    return _gap_reached(f, gap, gap_scale, gap_rel)
-
-
-@njit_cached()
-def _step_quadratic(bgap, aq, smax):
-    """SVM: minimiser of phi(s) = -bgap s + aq s^2 / 2 on [0, smax]."""
-    a = aq if aq > 0.0 else TAU
-    s = bgap / a
-    return s if s < smax else smax
-
-
-@njit_cached()
-def _step_entropy(ai, aj, bi, bj, yi, yj, bgap, aq, smax):
-    """KLR: root of phi'(s) on [0, smax] by Newton's method inside a bisection bracket.
-
-    ``bi = C_i - alpha_i`` and ``bj`` are carried separately so that h' stays accurate when
-    alpha is within a few ulps of C (alpha itself cannot resolve C - alpha there).
-    """
-    if aq < 0.0:
-        aq = 0.0
-    hi0 = _hp(ai, bi)
-    hj0 = _hp(aj, bj)
-    # phi'(smax) <= 0: the minimiser is the end of the interval
-    d_end = (-bgap + smax * aq + yi * (_hp(ai + smax * yi, bi - smax * yi) - hi0)
-             - yj * (_hp(aj - smax * yj, bj + smax * yj) - hj0))
-    if d_end <= 0.0:
-        return smax
-    lo_s, hi_s = 0.0, smax
-    s = bgap / (aq + _hpp(ai, bi) + _hpp(aj, bj))
-    if not (0.0 < s < smax):
-        s = 0.5 * smax
-    for _ in range(200):
-        a_i = ai + s * yi
-        b_i = bi - s * yi
-        a_j = aj - s * yj
-        b_j = bj + s * yj
-        d = -bgap + s * aq + yi * (_hp(a_i, b_i) - hi0) - yj * (_hp(a_j, b_j) - hj0)
-        if d < 0.0:
-            lo_s = s
-        elif d > 0.0:
-            hi_s = s
-        else:
-            return s
-        s_new = s - d / (aq + _hpp(a_i, b_i) + _hpp(a_j, b_j))
-        if not (lo_s < s_new < hi_s):
-            s_new = 0.5 * (lo_s + hi_s)
-        if abs(s_new - s) <= 1e-15 * s or hi_s - lo_s <= 1e-15 * hi_s:
-            return s_new
-        s = s_new
-    return s
-
-
-@njit_cached(inline="always")
-def _pair_values(i, j, bgap, aq, y, alpha, beta, lo, up, cent, ent):
-    """The step along d = (+y_i at i, -y_j at j): the new (alpha_i, alpha_j, beta_i, beta_j).
-
-    ``bgap`` = m_i - m_j > 0, ``aq`` = Q_ii + Q_jj - 2 y_i y_j Q_ij; s in [0, s_max] from
-    :func:`_step_entropy` (``ent``) or :func:`_step_quadratic`; the variable(s) whose bound
-    defines s_max are snapped exactly onto it, and alpha is clipped into its box.
-    """
-    yi = y[i]
-    yj = y[j]
-    if ent:  # room to the upper bound from beta = C - alpha (exact near C)
-        si = beta[i] - (cent[i] - up[i]) if yi > 0.0 else alpha[i] - lo[i]
-        sj = alpha[j] - lo[j] if yj > 0.0 else beta[j] - (cent[j] - up[j])
-    else:
-        si = up[i] - alpha[i] if yi > 0.0 else alpha[i] - lo[i]
-        sj = alpha[j] - lo[j] if yj > 0.0 else up[j] - alpha[j]
-    smax = si if si < sj else sj
-    if ent:
-        s = _step_entropy(alpha[i], alpha[j], beta[i], beta[j], yi, yj, bgap, aq, smax)
-    else:
-        s = _step_quadratic(bgap, aq, smax)
-    ai_new = alpha[i] + s * yi
-    aj_new = alpha[j] - s * yj
-    bi_new = beta[i] - s * yi
-    bj_new = beta[j] + s * yj
-    if s >= smax:  # snap the variable(s) that define s_max exactly onto the bound
-        if si <= sj:
-            ai_new = up[i] if yi > 0.0 else lo[i]
-            bi_new = cent[i] - ai_new if yi < 0.0 else cent[i] - up[i]
-        if sj <= si:
-            aj_new = lo[j] if yj > 0.0 else up[j]
-            bj_new = cent[j] - aj_new if yj > 0.0 else cent[j] - up[j]
-    ai_new = min(max(ai_new, lo[i]), up[i])
-    aj_new = min(max(aj_new, lo[j]), up[j])
-    return ai_new, aj_new, bi_new, bj_new
-
-
-@njit_cached(inline="always")
-def _entropy_update(i, j, ai_old, aj_old, bi_old, bj_old, bi_new, bj_new, alpha, beta, grad,
-                    hdd):
-    """KLR after a step (alpha already updated): beta = C - alpha, the change of h' in the
-    gradient at i and j, and h'' there."""
-    beta[i] = bi_new
-    beta[j] = bj_new
-    grad[i] += _hp(alpha[i], bi_new) - _hp(ai_old, bi_old)
-    grad[j] += _hp(alpha[j], bj_new) - _hp(aj_old, bj_old)
-    hdd[i] = _hpp(alpha[i], bi_new)
-    hdd[j] = _hpp(alpha[j], bj_new)
-
-
-# ---------------------------------------------------------------- kernel columns and cache
-_LOG2E = 1.4426950408889634
-_LN2_HI = 0.6931471803691238  # ln 2 to 32 bits: e * _LN2_HI is exact for |e| < 2^21
-_LN2_LO = 1.9082149292705877e-10  # ln 2 - _LN2_HI
-_EXP_MIN = -708.0
-"""Below this exp(v) (< 3.3e-308) is returned as 0: 2^e stays a normal number."""
-FASTMATH = {"nnan", "ninf", "nsz", "arcp", "contract", "afn"}
-"""LLVM fast-math flags of the column loops: all of fastmath=True except ``reassoc``, which
-would fold _exp_parts' two-part e ln 2 into one product (measured: 160 ulp near -708)."""
-
-
-@njit_cached(fastmath=FASTMATH, inline="always")
-def _exp_parts(v):
-    """exp(v) for v <= 0 as (q, bits of 2^e) with exp(v) = q * 2^e, in plain arithmetic.
-
-    numba without Intel's SVML calls the scalar libm exp, which keeps the RBF column loop from
-    vectorizing; this form vectorizes (AVX2 / AVX-512). e = round(v / ln 2), r = v - e ln 2
-    (Cody-Waite: ln 2 in two parts, so r is exact to ~1e-19), |r| <= ln2 / 2 (+ rounding), and
-    q = exp(r) by its Taylor polynomial to degree 13 (remainder < 0.35^14 / 14! = 5e-18 relative).
-    Measured against math.exp on 5*10^4 RBF entries: at most 3.5e-16 relative (1.6 ulp); a
-    column of 5*10^4 entries (p = 10) 0.59 -> 0.25 ms on one core. 2^e is built from its bits
-    ((e + 1023) << 52); v < _EXP_MIN gives q = 0.
-    """
-    vc = max(v, _EXP_MIN)
-    e = math.floor(vc * _LOG2E + 0.5)
-    r = (vc - e * _LN2_HI) - e * _LN2_LO
-    q = 1.0 / 6227020800.0
-    q = q * r + 1.0 / 479001600.0
-    q = q * r + 1.0 / 39916800.0
-    q = q * r + 1.0 / 3628800.0
-    q = q * r + 1.0 / 362880.0
-    q = q * r + 1.0 / 40320.0
-    q = q * r + 1.0 / 5040.0
-    q = q * r + 1.0 / 720.0
-    q = q * r + 1.0 / 120.0
-    q = q * r + 1.0 / 24.0
-    q = q * r + 1.0 / 6.0
-    q = q * r + 0.5
-    q = q * r + 1.0
-    q = q * r + 1.0
-    if v < _EXP_MIN:
-        q = 0.0
-    return q, (np.int64(e) + 1023) << 52
-
-
-@njit_cached(fastmath=FASTMATH)
-def _fill(kind, XT, sqn, gamma, coef0, degree, y, i, idx, cnt, contiguous, out, buf):
-    """out[s] = Q_si = y_s y_i k(x_s, x_i) for s in idx[:cnt] (s = 0..cnt-1 if ``contiguous``).
-
-    X is held transposed (p x n) so the dot products run along contiguous rows and vectorize
-    (about 2x faster per entry than row-major). Columns of at least ``PARALLEL_FROM`` entries
-    are cut into blocks computed on the cores (:func:`_fill_parallel`), as LIBSVM's OpenMP
-    build does; shorter ones stay serial, where starting the threads costs more than it saves.
-    """
-    if cnt >= PARALLEL_FROM:
-        _fill_parallel(kind, XT, sqn, gamma, coef0, degree, y, i, idx, cnt, contiguous, out, buf)
-        return
-    _fill_range(kind, XT, sqn, gamma, coef0, degree, y, i, idx, 0, cnt, contiguous, out, buf)
-
-
-@njit_cached(fastmath=FASTMATH, parallel=True)
-def _fill_parallel(kind, XT, sqn, gamma, coef0, degree, y, i, idx, cnt, contiguous, out, buf):
-    """:func:`_fill` in blocks of ``FILL_BLOCK`` entries, one block per task."""
-    nb = (cnt + FILL_BLOCK - 1) // FILL_BLOCK
-    for b in numba.prange(nb):
-        _fill_range(kind, XT, sqn, gamma, coef0, degree, y, i, idx, b * FILL_BLOCK,
-                    min(cnt, (b + 1) * FILL_BLOCK), contiguous, out, buf)
-
-
-@njit_cached(fastmath=FASTMATH, inline="always")
-def _fill_range(kind, XT, sqn, gamma, coef0, degree, y, i, idx, lo, hi, contiguous, out, buf):
-    """The entries lo..hi-1 of :func:`_fill` (``buf`` holds their dot products).
-
-    The loops run over slices from index 0: with ``range(lo, hi)`` numba's wraparound of
-    negative indices keeps LLVM from vectorizing them (measured: the RBF part 0.55 -> 0.09 ms
-    for 5*10^4 entries).
-    """
-    if contiguous:
-        _fill_contiguous(kind, XT, lo, hi, sqn[lo:hi], gamma, coef0, degree, y[lo:hi], y[i],
-                         XT[:, i], sqn[i], out[lo:hi], buf[lo:hi])
-    else:
-        _fill_gather(kind, XT, sqn, gamma, coef0, degree, y, y[i], XT[:, i], sqn[i],
-                     idx[lo:hi], out, buf[lo:hi])
-
-
-@njit_cached(fastmath=FASTMATH, inline="always")
-def _fill_contiguous(kind, XT, lo, hi, sqn, gamma, coef0, degree, y, yi, xi, si, out, buf):
-    """out[k] = y_k y_i k(x_k, x_i) for the rows lo + k of the data (columns of XT); sqn, y, out
-    and buf are the slices lo..hi-1 (a row slice of XT keeps numba's C layout, XT[:, lo:hi]
-    would not)."""
-    m = buf.shape[0]
-    for k in range(m):
-        buf[k] = 0.0
-    for r in range(XT.shape[0]):
-        xr = xi[r]
-        row = XT[r][lo:hi]
-        for k in range(m):
-            buf[k] += row[k] * xr
-    if kind == 1:  # exp(v) = q(r) 2^e by _exp_parts; 2^e's bits replace the dot product in buf
-        bits = buf.view(np.int64)
-        for k in range(m):
-            q, e = _exp_parts(-gamma * max(sqn[k] + si - 2.0 * buf[k], 0.0))
-            out[k] = y[k] * yi * q
-            bits[k] = e
-        for k in range(m):
-            out[k] *= buf[k]
-        return
-    for k in range(m):
-        d = buf[k]
-        out[k] = y[k] * yi * (d if kind == 0 else (gamma * d + coef0) ** degree)
-
-
-@njit_cached(fastmath=FASTMATH, inline="always")
-def _fill_gather(kind, XT, sqn, gamma, coef0, degree, y, yi, xi, si, ix, out, buf):
-    """out[s] = y_s y_i k(x_s, x_i) for s in ix (buf[k] holds the dot product of row ix[k])."""
-    m = ix.shape[0]
-    for k in range(m):
-        buf[k] = 0.0
-    for r in range(XT.shape[0]):
-        xr = xi[r]
-        row = XT[r]
-        for k in range(m):
-            buf[k] += row[ix[k]] * xr
-    if kind == 1:
-        bits = buf.view(np.int64)
-        for k in range(m):
-            s = ix[k]
-            q, e = _exp_parts(-gamma * max(sqn[s] + si - 2.0 * buf[k], 0.0))
-            out[s] = y[s] * yi * q
-            bits[k] = e
-        for k in range(m):
-            out[ix[k]] *= buf[k]
-        return
-    for k in range(m):
-        s = ix[k]
-        d = buf[k]
-        out[s] = y[s] * yi * (d if kind == 0 else (gamma * d + coef0) ** degree)
-
-
-@njit_cached()
-def _q_matrix(kind, XT, sqn, gamma, coef0, degree, y):
-    """The full n x n Q, column by column with the same compiled kernel as the cache."""
-    n = y.shape[0]
-    Q = np.empty((n, n))
-    buf = np.empty(n)
-    idx = np.zeros(1, np.int64)
-    for i in range(n):
-        _fill(kind, XT, sqn, gamma, coef0, degree, y, i, idx, n, True, Q[i], buf)
-    return Q
-
-
-def q_matrix(qmat: QMatrix) -> np.ndarray:
-    """Q in full for a kernel Q matrix (compiled; about 5x faster than the numpy kernel)."""
-    spec = qmat.compiled_spec()
-    if spec.kind == KIND_MATRIX:
-        return spec.Q
-    y = np.ascontiguousarray(qmat.y, dtype=float)  # type: ignore[attr-defined]
-    return _q_matrix(spec.kind, spec.X, spec.sqnorm, spec.gamma, spec.coef0, spec.degree, y)
-
-
-# ---------------------------------------------------------------- index sets
-@njit_cached()
-def _in_up(yt, at, lt, ut):
-    """t in I_up: alpha_t can move along +y_t (scalar arguments: numba inlines this fast)."""
-    if yt > 0.0:
-        return at < ut
-    return at > lt
-
-
-@njit_cached()
-def _in_low(yt, at, lt, ut):
-    """t in I_low: alpha_t can move along -y_t."""
-    if yt > 0.0:
-        return at > lt
-    return at < ut
-
-
-@njit_cached()
-def _shrinkable(yt, at, lt, ut, m, gmax, gmin):
-    """LIBSVM's shrinking rule for t with m = m_t: in I_up only with m < gmin = min_{I_low} m,
-    in I_low only with m > gmax = max_{I_up} m, or in neither."""
-    iu = _in_up(yt, at, lt, ut)
-    il = _in_low(yt, at, lt, ut)
-    if iu and il:
-        return False
-    if iu:
-        return m < gmin
-    if il:
-        return m > gmax
-    return True
-
-
-# ---------------------------------------------------------------- Python entry point
 TRACE_LENGTH = 128
 """Slots of the violation trace: 1.25-spaced checkpoints cover ~10^12 iterations."""
 
@@ -588,6 +174,9 @@ class DualSolution:
     """The run stopped on its gap estimate (``solve_dual(gap_scale=...)``) before ``tol``."""
     time_limited: bool = False
     """The run stopped at ``solve_dual(time_limit=...)``."""
+    interrupted: bool = False
+    """The run stopped on Ctrl-C (:mod:`solvers.interrupt`); alpha and its gradient are the
+    loop's current point, consistent with each other."""
 
     @property
     def violation(self) -> float:
@@ -596,8 +185,7 @@ class DualSolution:
 
 
 def _column_cache(spec, n: int, cache_dtype: str, cache_mb: float) -> np.ndarray:
-    """The n_slots x n array the batched solver caches columns in (or the full Q). Kept for
-    solvers/smo/batched.py's numba loop until its port lands."""
+    """The n_slots x n array the batched solver caches columns in (or the full Q)."""
     n_slots, f32 = _cache_storage(spec.kind, n, cache_dtype, cache_mb)
     if spec.kind == KIND_MATRIX:
         return spec.Q
@@ -699,6 +287,8 @@ def termination_of(sol: DualSolution):
         return TerminationCondition.NUMERICAL_ERROR, SolutionStatus.FEASIBLE
     if sol.time_limited:
         return TerminationCondition.TIME_LIMIT, SolutionStatus.FEASIBLE
+    if sol.interrupted:
+        return TerminationCondition.INTERRUPTED, SolutionStatus.FEASIBLE
     return TerminationCondition.ITERATION_LIMIT, SolutionStatus.FEASIBLE
 
 
@@ -827,10 +417,8 @@ def solve_dual(
         Seconds after which the pairwise loop stops (``time_limited`` set, not converged).
         None: no limit.
 
-    Raises
-    ------
-    KeyboardInterrupt
-        On Ctrl-C: the compiled loop checks for signals every 1000 pair steps.
+    Ctrl-C stops the compiled loop within 1000 pair steps; the solution then has
+    ``interrupted`` set (:mod:`solvers.interrupt`).
     """
     gap_scale = float(gap_scale) if entropy_C is not None else 0.0
     if working_set > 2:
@@ -871,8 +459,6 @@ def solve_dual(
         float(tol), int(max_iter), bool(shrinking), bool(verbose), trace_it, trace_v,
         gap_scale, GAP_REL, float(time_limit) if time_limit is not None else 0.0,
     )
-    if status == STATUS_INTERRUPTED:  # Ctrl-C during the loop (alpha, grad are consistent)
-        raise KeyboardInterrupt
     cache.ended_at(alpha, lo, up)
     m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
     hval, hp = entropy_terms(alpha, cent, beta) if ent else (np.zeros(1), 0.0)
@@ -889,7 +475,8 @@ def solve_dual(
                         stalled=status == STATUS_STALLED, kernel_evals=int(n_kernel),
                         reconstructions=int(n_rebuild), history=history, cache=cache,
                         gap_stopped=status == STATUS_GAP,
-                        time_limited=status == STATUS_TIME_LIMIT)
+                        time_limited=status == STATUS_TIME_LIMIT,
+                        interrupted=status == STATUS_INTERRUPTED)
 
 
 __all__ = ["BATCHED_WORKING_SET", "ColumnCache", "DualSolution", "KIND_MATRIX", "TAU",

@@ -68,11 +68,11 @@ from solvers.smo.core import (
     entropy_terms,
     index_set_extremes,
     joined_history,
-    q_matrix,
     q_times,
     solve_dual,
     termination_of,
 )
+from solvers.smo.kernel_sums import q_matrix
 from solvers.smo.prediction import kernel_expansion
 from solvers.smo.qmatrix import KernelQMatrix, PrecomputedQMatrix, QMatrix
 from solvers.validation import (

@@ -13,9 +13,9 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from solvers.kernels import Kernel
+from solvers.sparse import is_scipy_sparse
 
 COMPILED_FROM = 10**6
 """Kernel values (rows x support vectors) from which the compiled kernel sums
@@ -54,7 +54,7 @@ def kernel_expansion(
     coef = np.asarray(coef, dtype=float)
     nz = np.flatnonzero(coef)
     if kernel.name == "precomputed":
-        Kn = X_new[:, nz] if sp.issparse(X_new) else np.asarray(X_new, dtype=float)[:, nz]
+        Kn = X_new[:, nz] if is_scipy_sparse(X_new) else np.asarray(X_new, dtype=float)[:, nz]
         return np.asarray(Kn @ coef[nz], dtype=float).ravel() + b
     m = X_new.shape[0]
     out = np.full(m, float(b))
@@ -64,7 +64,7 @@ def kernel_expansion(
     if kernel.name == "linear":  # sum_i c_i x_i'x = x'w: one pass over the rows, O(p) each
         w = np.asarray(Xs.T @ cs, dtype=float).ravel()
         return out + np.asarray(X_new @ w, dtype=float).ravel()
-    dense = not (sp.issparse(Xs) or sp.issparse(X_new))
+    dense = not (is_scipy_sparse(Xs) or is_scipy_sparse(X_new))
     if dense and m * nz.size >= COMPILED_FROM:
         from solvers.smo.kernel_sums import kernel_sums
 

@@ -49,6 +49,7 @@
 
 #include "optmodels/dual_terms.hpp"
 #include "optmodels/kernel.hpp"
+#include "optmodels/signals.hpp"
 
 namespace nb = nanobind;
 
@@ -63,8 +64,9 @@ constexpr double INF = std::numeric_limits<double>::infinity();
 constexpr long ROW_BLOCK = 512;
 // Outer steps between gap checks of a KLR run given gap_scale.
 constexpr i64 GAP_EVERY = 10;
+constexpr i64 SIGNAL_EVERY = 4;  // outer steps between Ctrl-C checks (signals.hpp)
 enum Status : int { STATUS_CONVERGED = 0, STATUS_ITERATION_LIMIT = 1, STATUS_STALLED = 2,
-                    STATUS_GAP = 3 };
+                    STATUS_GAP = 3, STATUS_INTERRUPTED = 4 };
 
 // ---------------------------------------------------------------- the n x q block
 // XW[k p + r] = XT[r, cols[k]]: the rows x_t of the columns t = cols[k], contiguous.
@@ -846,6 +848,10 @@ Result BatchedSolver<T>::run() {
     }
     if (steps >= S.max_iter) {
       res.status = STATUS_ITERATION_LIMIT;
+      break;
+    }
+    if (outer % SIGNAL_EVERY == 0 && outer > 0 && optmodels::stop_requested()) {
+      res.status = STATUS_INTERRUPTED;  // Ctrl-C (signals.hpp): the current point is returned
       break;
     }
     ++outer;

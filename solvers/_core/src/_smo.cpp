@@ -36,6 +36,7 @@
 
 #include "optmodels/dual_terms.hpp"
 #include "optmodels/kernel.hpp"
+#include "optmodels/signals.hpp"
 
 namespace nb = nanobind;
 using std::int64_t;
@@ -413,12 +414,7 @@ void Solver<T>::gbar_update(int64_t t, double old) {
 // Ctrl-C: take the GIL back for a moment and let Python run its signal handlers.
 template <class T>
 bool Solver<T>::interrupted() {
-  nb::gil_scoped_acquire gil;
-  if (PyErr_CheckSignals() != 0) {
-    PyErr_Clear();  // the Python side raises KeyboardInterrupt on STATUS_INTERRUPTED
-    return true;
-  }
-  return false;
+  return optmodels::stop_requested();  // signals.hpp
 }
 
 template <class T>
