@@ -41,10 +41,13 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 FORMAT = "optmodels-model"
-FORMAT_VERSION = 1
-"""Version of the file layout; a file of another version is refused (refit and save again)."""
+FORMAT_VERSION = 2
+"""Version of the file layout; a file of another version is refused (refit and save again).
+Version 2: the classifiers' ``break_ties`` hyperparameter, CSR support vectors after a sparse
+fit, and kernel='precomputed' (empty support vectors)."""
 HEADER_KEY = "__header__"
 
 PROBLEM_OF = {
@@ -66,7 +69,11 @@ _HEADER_KEYS = (
 _LINEAR = {"coef_": ("<f8", ("p",), True), "intercept_": ("<f8", (), True)}
 _PAIRS = {
     "support_": ("<i4", ("s",), True),
-    "support_vectors_": ("<f8", ("s", "p"), True),
+    # dense support vectors, or (after a sparse fit) their CSR arrays: exactly one of the two
+    "support_vectors_": ("<f8", ("s", "p"), False),
+    "support_vectors_data": ("<f8", ("nnz",), False),
+    "support_vectors_indices": ("<i8", ("nnz",), False),
+    "support_vectors_indptr": ("<i8", ("s+1",), False),
     "n_support_": ("<i4", ("k",), True),
     "dual_coef_": ("<f8", ("k-1", "s"), True),
     "intercept_": ("<f8", ("m",), True),
@@ -77,6 +84,8 @@ _PAIRS = {
 }
 _SCHEMA = {"LADRegressor": _LINEAR, "RidgeRegressor": _LINEAR, "SVMClassifier": _PAIRS,
            "KLRClassifier": _PAIRS}
+_CSR = ("support_vectors_data", "support_vectors_indices", "support_vectors_indptr")
+"""The CSR arrays (data, indices, indptr) of a sparse ``support_vectors_``."""
 _LABEL_KINDS = "biufU"
 
 
@@ -118,10 +127,26 @@ def _learned_arrays(est: Any, path: Any) -> dict[str, np.ndarray]:
         )
     if not hasattr(est, "n_features_in_"):
         raise ModelFileError(f"{path}: the {name} is not fitted; call fit(X, y) before saving.")
+    if callable(getattr(est, "kernel", None)):
+        fn = getattr(est.kernel, "__name__", "a function")
+        raise ModelFileError(
+            f"{path}: the {name} has a callable kernel ({fn}), and a model file never runs "
+            "code when it is loaded, so it cannot "
+            "hold one. Fit with kernel='precomputed' (fit on K = k(X, X), predict on "
+            "k(X_new, X)) or a named kernel, and save that model.")
     out = {}
     for key, (dtype, _, required) in _SCHEMA[name].items():
-        if required or hasattr(est, key):
-            out[key] = np.array(getattr(est, key), dtype=dtype, order="C")
+        if key in _CSR:
+            continue
+        value = getattr(est, key, None)
+        if key == "support_vectors_" and sp.issparse(value):
+            csr = sp.csr_matrix(value)
+            csr.sort_indices()
+            for part, arr in zip(_CSR, (csr.data, csr.indices, csr.indptr), strict=True):
+                out[part] = np.array(arr, dtype=_SCHEMA[name][part][0], order="C")
+        elif required or value is not None:  # dual_coef_ of a sparse fit: densified
+            value = value.toarray() if sp.issparse(value) else value
+            out[key] = np.array(value, dtype=dtype, order="C")
     return out
 
 
@@ -444,6 +469,12 @@ def _read_arrays(z: Any, header: dict[str, Any], path: Any) -> dict[str, np.ndar
     names = [f for f in z.files if f != HEADER_KEY]
     unexpected = sorted(set(names) - set(schema))
     missing = sorted(k for k, (_, _, req) in schema.items() if req and k not in names)
+    if schema is _PAIRS:  # the dense support vectors or all three CSR arrays, not both
+        csr = [k for k in _CSR if k in names]
+        if "support_vectors_" in names:
+            unexpected += csr
+        elif len(csr) != len(_CSR):
+            missing += [k for k in ("support_vectors_", *_CSR) if k not in names]
     if unexpected or missing:
         raise _refuse(path, f"unexpected arrays {unexpected} / missing arrays {missing} for a "
                       f"{header['estimator']}; the file was altered. Refit and save again.")
@@ -480,6 +511,9 @@ def _array_problem(arrays: dict[str, np.ndarray], header: dict[str, Any]) -> str
         elif (a < 0).any():
             return f"array {key!r} holds a negative index or count ({int(a.min())})"
     if _SCHEMA[header["estimator"]] is _PAIRS:
+        why = _csr_problem(arrays, header)
+        if why:
+            return why
         if ("coef_" in arrays) != linear_kernel:
             return (f"array 'coef_' is {'present' if 'coef_' in arrays else 'missing'} with "
                     f"kernel {header['kernel']['name']!r} (a classifier has coef_ exactly when "
@@ -490,6 +524,28 @@ def _array_problem(arrays: dict[str, np.ndarray], header: dict[str, Any]) -> str
             if (key in arrays) != probability:
                 return (f"array {key!r} is {'present' if key in arrays else 'missing'} but "
                         f"the model has probability={probability}")
+    return None
+
+
+def _csr_problem(arrays: dict[str, np.ndarray], header: dict[str, Any]) -> str | None:
+    """What is wrong with the CSR arrays of sparse support vectors, or None: indptr must start
+    at 0, never decrease and end at nnz; the column indices of a row must increase strictly and
+    stay below p; a precomputed kernel has no support vectors to store sparse."""
+    if "support_vectors_data" not in arrays:
+        return None
+    if header["kernel"]["name"] == "precomputed":
+        return "support vectors are stored sparse for kernel 'precomputed' (it keeps none)"
+    indptr, indices = arrays["support_vectors_indptr"], arrays["support_vectors_indices"]
+    if indptr[0] != 0 or indptr[-1] != indices.size or (np.diff(indptr) < 0).any():
+        return (f"array 'support_vectors_indptr' is not a CSR row pointer (0, non-decreasing, "
+                f"ending at {indices.size} entries)")
+    if indices.size and indices.max() >= header["n_features_in"]:
+        return (f"array 'support_vectors_indices' holds column {int(indices.max())}, beyond "
+                f"the {header['n_features_in']} features")
+    starts = np.zeros(indices.size, dtype=bool)
+    starts[indptr[:-1][indptr[:-1] < indices.size]] = True
+    if (np.diff(indices)[~starts[1:]] <= 0).any():
+        return "array 'support_vectors_indices' repeats or unsorts the columns of a row"
     return None
 
 
@@ -504,8 +560,15 @@ def _check_shapes(arrays: dict, schema: dict, header: dict, path: Any) -> None:
     dims = {"p": p, "k": k, "k-1": k - 1, "m": k * (k - 1) // 2}
     if "n_support_" in arrays:
         dims["s"] = int(arrays["n_support_"].sum())
+        dims["s+1"] = dims["s"] + 1
+    if "support_vectors_data" in arrays:
+        dims["nnz"] = arrays["support_vectors_data"].shape[0] if arrays[
+            "support_vectors_data"].ndim == 1 else -1
+    precomputed = (header["kernel"] or {}).get("name") == "precomputed"
     for key, a in arrays.items():
         want = tuple(dims.get(d, -1) for d in schema[key][1])
+        if key == "support_vectors_" and precomputed:
+            want = (0, 0)  # as SVC: the support rows are columns of the kernel matrix
         if a.shape != want:
             raise _refuse(path, f"array {key!r} has shape {a.shape}, expected {want} (from the "
                           "header's features and classes); the file was altered. Refit and save "
@@ -528,7 +591,12 @@ def _rebuild(header: dict[str, Any], arrays: dict[str, np.ndarray], path: Any) -
     if header["feature_names_in"]:
         est.feature_names_in_ = np.array(header["feature_names"], dtype=object)
     for key, a in arrays.items():
-        setattr(est, key, a)
+        if key not in _CSR:
+            setattr(est, key, a)
+    if "support_vectors_data" in arrays:  # a sparse fit: CSR as the fitted estimator's
+        est.support_vectors_ = sp.csr_matrix(
+            tuple(arrays[k] for k in _CSR), shape=(int(arrays["n_support_"].sum()), p))
+        est.dual_coef_ = sp.csr_matrix(est.dual_coef_)
     est.strategy_ = str(header["strategy"])  # the strategy the fit ran ('auto' resolved)
     if _SCHEMA[header["estimator"]] is _LINEAR:
         est.intercept_ = float(arrays["intercept_"])

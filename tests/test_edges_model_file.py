@@ -12,6 +12,7 @@ import warnings
 
 import numpy as np
 import pytest
+import scipy.sparse as sp
 
 pytest.importorskip("sklearn")
 
@@ -42,6 +43,8 @@ MAKERS = {
     "svm_rbf": (lambda: SVMClassifier(C=2.0, probability=True), "cls"),
     "svm_linear": (lambda: SVMClassifier(kernel="linear", strategy="full"), "cls"),
     "klr": (lambda: KLRClassifier(C=1.0), "cls"),
+    "svm_sparse": (lambda: SVMClassifier(C=2.0), "sparse"),  # CSR support vectors
+    "svm_pre": (lambda: SVMClassifier(kernel="precomputed"), "gram"),
 }
 
 
@@ -54,7 +57,9 @@ def saved(data, tmp_path_factory):
     for name, (make, kind) in MAKERS.items():
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            est = make().fit(X, y_reg if kind == "reg" else y_cls)
+            Xk = {"sparse": sp.csr_matrix(np.where(np.abs(X) < 0.5, 0.0, X)),
+                  "gram": X @ X.T}.get(kind, X)
+            est = make().fit(Xk, y_reg if kind == "reg" else y_cls)
         save_model(est, folder / f"{name}.npz")
         out[name] = (folder / f"{name}.npz", est)
     return out
@@ -84,7 +89,33 @@ def _hyper(h, key, value):
     h["hyperparameters"][key] = value
 
 
+def _swap_first_columns(a):
+    """Reverse the first two column indices of the first row with two entries (unsorted)."""
+    indptr, indices = a["support_vectors_indptr"], a["support_vectors_indices"]
+    row = int(np.flatnonzero(np.diff(indptr) >= 2)[0])
+    i = int(indptr[row])
+    indices[i], indices[i + 1] = indices[i + 1], indices[i]
+
+
 EDITS = [
+    ("svm_sparse", "CSR row pointer not starting at 0",
+     dict(arrays=lambda a: _put(a, "support_vectors_indptr", 0, 1)),
+     "'support_vectors_indptr' is not a CSR row pointer"),
+    ("svm_sparse", "CSR column beyond the features",
+     dict(arrays=lambda a: _put(a, "support_vectors_indices", 0, 3)),
+     "'support_vectors_indices' holds column 3, beyond the 3 features"),
+    ("svm_sparse", "CSR columns of a row unsorted", dict(arrays=_swap_first_columns),
+     "repeats or unsorts the columns of a row"),
+    ("svm_sparse", "CSR part missing",
+     dict(arrays=lambda a: a.pop("support_vectors_indices")),
+     r"missing arrays \['support_vectors_', 'support_vectors_indices'\]"),
+    ("svm_sparse", "dense and CSR support vectors both",
+     dict(arrays=lambda a: a.update(support_vectors_=np.zeros(
+         (int(a["n_support_"].sum()), 3)))), r"unexpected arrays \['support_vectors_data'"),
+    ("svm_pre", "support vectors stored for a precomputed kernel",
+     dict(arrays=lambda a: a.update(support_vectors_=np.zeros((int(a["n_support_"].sum()),
+                                                               40)))),
+     r"'support_vectors_' has shape \(\d+, 40\), expected \(0, 0\)"),
     # (model, what the edit does, edit kwargs, words the refusal must hold)
     ("ridge", "NaN coefficient", dict(arrays=lambda a: _put(a, "coef_", 0, np.nan)),
      r"'coef_' holds nan at \(0,\): not a finite number"),
@@ -175,7 +206,8 @@ def test_unedited_rewrite_loads_and_predicts_the_same(saved, data, tmp_path):
     X = data[0]
     for name, (src, est) in saved.items():
         back = load_model(_edit(src, tmp_path / f"{name}.npz"))
-        np.testing.assert_array_equal(back.predict(X), est.predict(X))
+        Xk = X @ X.T if name == "svm_pre" else X  # the precomputed model reads k(x, x_i)
+        np.testing.assert_array_equal(back.predict(Xk), est.predict(Xk))
 
 
 def test_header_level_edits_are_refused_by_read_header_too(saved, tmp_path):

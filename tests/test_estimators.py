@@ -453,3 +453,120 @@ def test_bad_parameters_are_named(est, match):
     X, y = _multi() if hasattr(est, "decision_function") else _regression()
     with pytest.raises(ValueError, match=match):
         est.fit(X, y)
+
+
+# ---- SVC parity: break_ties, precomputed / callable kernels, sparse support vectors ----------
+def _digits():
+    from sklearn.datasets import load_digits
+
+    return load_digits(return_X_y=True)
+
+
+@pytest.mark.parametrize("cls", [SVMClassifier, KLRClassifier])
+def test_break_ties_false_takes_the_first_tied_class(cls):
+    """Votes with a three-way tie (classes 7, 8, 9 win 8 pairs each on digits row 69 for the
+    SVM): break_ties=False takes 7 (SVC's default), True the most confident."""
+    X, y = _digits()
+    est = cls(strategy="smo").fit(X, y)
+    rng = np.random.default_rng(0)  # rows between the classes: voting cycles
+    X = np.vstack([X, rng.uniform(0, 16, size=(300, 64))])
+    d = -est._pair_decisions(X)  # one-vs-one values, positive for class i
+    from optmodels.estimators.kernel import pair_votes
+
+    votes, conf = pair_votes(d, 10)
+    ovr = votes + conf / (3.0 * (np.abs(conf) + 1.0))
+    first = np.argmax(votes, axis=1)
+    np.testing.assert_array_equal(est.predict(X), first)
+    np.testing.assert_array_equal(est.set_params(break_ties=True).predict(X), np.argmax(ovr, 1))
+    tied = np.flatnonzero((votes == votes.max(axis=1, keepdims=True)).sum(axis=1) > 1)
+    assert tied.size > 0  # a test of nothing otherwise
+    if cls is SVMClassifier:
+        assert 69 in tied and est.set_params(break_ties=False).predict(X[69:70])[0] == 7
+        assert est.set_params(break_ties=True).predict(X[69:70])[0] == 8
+
+
+@pytest.mark.parametrize("break_ties", [False, True])
+def test_break_ties_predictions_equal_svc_where_the_decision_signs_agree(break_ties):
+    X, y = _digits()
+    ref = SVC(break_ties=break_ties, decision_function_shape="ovo").fit(X, y)
+    ours = SVMClassifier(break_ties=break_ties, decision_function_shape="ovo", strategy="smo")
+    ours.fit(X, y)
+    d_ref, d_ours = ref.decision_function(X), ours.decision_function(X)
+    agree = (np.sign(d_ref) == np.sign(d_ours)).all(axis=1)
+    assert agree.mean() > 0.99
+    ref.set_params(decision_function_shape="ovr")
+    ours.set_params(decision_function_shape="ovr")
+    np.testing.assert_array_equal(ours.predict(X)[agree], ref.predict(X)[agree])
+    assert ref.predict(X[69:70])[0] == ours.predict(X[69:70])[0] == (8 if break_ties else 7)
+
+
+@pytest.mark.parametrize("cls", [SVMClassifier, KLRClassifier])
+def test_break_ties_with_ovo_is_refused_at_predict_as_svc(cls):
+    X, y = _multi()
+    est = cls(break_ties=True, decision_function_shape="ovo", strategy="smo").fit(X, y)
+    with pytest.raises(ValueError, match="break_ties must be False when decision_function_shape"
+                       " is 'ovo'.*set break_ties=False"):
+        est.predict(X)
+
+
+@pytest.mark.parametrize("cls", [SVMClassifier, KLRClassifier])
+@pytest.mark.parametrize("strategy", ["smo", "full"])
+def test_precomputed_and_callable_kernels_equal_the_named_kernel(cls, strategy):
+    """A precomputed RBF Gram and a callable RBF give the named kernel's model (the same
+    problem on the same numbers) to the solver's accuracy; predict reads only the support
+    columns of a precomputed block (the others are zeroed here)."""
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    X, y = _multi(90)
+    X_new = X[:20] + 0.3
+    opts = {"tol": 1e-8} if strategy == "smo" else None
+    named = cls(gamma=0.5, strategy=strategy, strategy_options=opts).fit(X, y)
+    pre = cls(kernel="precomputed", strategy=strategy, strategy_options=opts)
+    pre.fit(rbf_kernel(X, gamma=0.5), y)
+    fn = cls(kernel=lambda A, B: rbf_kernel(A, B, gamma=0.5), strategy=strategy,
+             strategy_options=opts).fit(X, y)
+    K_new = rbf_kernel(X_new, X, gamma=0.5)
+    only_support = np.zeros_like(K_new)
+    only_support[:, pre.support_] = K_new[:, pre.support_]
+    f = named.decision_function(X_new)
+    for got in (pre.decision_function(K_new), pre.decision_function(only_support),
+                fn.decision_function(X_new)):
+        np.testing.assert_allclose(got, f, atol=1e-5)
+    np.testing.assert_array_equal(pre.support_, named.support_)
+    assert pre.support_vectors_.shape == (0, 0) and pre.n_features_in_ == X.shape[0]
+    np.testing.assert_array_equal(fn.support_vectors_, X[fn.support_])
+    with pytest.raises(ValueError, match="square n x n kernel matrix"):
+        cls(kernel="precomputed").fit(K_new, y[:20])
+    with pytest.raises(ValueError, match="90 features"):
+        pre.predict(K_new[:, :50])
+    bad = cls(kernel=lambda A, B: np.ones((2, 2)))
+    with pytest.raises(ValueError, match=r"'kernel' callable .* shape \(len\(X\), len\(Y\)\)"):
+        bad.fit(X, y)
+
+
+def test_callable_kernel_matches_svc():
+    X, y = _multi(90)
+    fn = lambda A, B: (A @ B.T + 1.0) ** 2  # noqa: E731
+    ref = SVC(kernel=fn, tol=1e-6).fit(X, y)
+    ours = SVMClassifier(kernel=fn, strategy="smo", strategy_options={"tol": 1e-6}).fit(X, y)
+    np.testing.assert_allclose(ours.decision_function(X), ref.decision_function(X), atol=1e-3)
+    np.testing.assert_array_equal(ours.support_, ref.support_)
+
+
+@pytest.mark.parametrize("cls, kernel", [(SVMClassifier, "rbf"), (SVMClassifier, "linear"),
+                                         (KLRClassifier, "rbf")])
+def test_sparse_fit_keeps_support_vectors_and_dual_coef_sparse(cls, kernel):
+    """As SVC: CSR support_vectors_ / dual_coef_ after a sparse fit, equal to the dense fit's,
+    and the same decision values on dense and sparse rows."""
+    X, y = _multi(90)
+    X[np.abs(X) < 2.0] = 0.0  # mostly zeros
+    opts = {"tol": 1e-8}
+    dense = cls(kernel=kernel, strategy="smo", strategy_options=opts).fit(X, y)
+    sparse = cls(kernel=kernel, strategy="smo", strategy_options=opts).fit(sp.csr_matrix(X), y)
+    assert sp.issparse(sparse.support_vectors_) and sparse.support_vectors_.format == "csr"
+    assert sp.issparse(sparse.dual_coef_)
+    np.testing.assert_array_equal(sparse.support_vectors_.toarray(), dense.support_vectors_)
+    np.testing.assert_allclose(sparse.dual_coef_.toarray(), dense.dual_coef_, atol=1e-9)
+    f = dense.decision_function(X)
+    np.testing.assert_allclose(sparse.decision_function(X), f, atol=1e-9)
+    np.testing.assert_allclose(sparse.decision_function(sp.csr_matrix(X)), f, atol=1e-9)

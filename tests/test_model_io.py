@@ -161,3 +161,53 @@ def test_foreign_files_are_refused(tmp_path):
     for path in (csv_file, data_npz, zip_file):
         with pytest.raises(ModelFileError, match="not an optmodels model file"):
             load_model(path)
+
+
+@pytest.mark.parametrize("make", [lambda: SVMClassifier(C=2.0, break_ties=True),
+                                  lambda: SVMClassifier(kernel="linear", strategy="smo"),
+                                  lambda: KLRClassifier()], ids=["svm-rbf", "svm-linear", "klr"])
+def test_sparse_fit_round_trip_keeps_csr_support_vectors(make, data, tmp_path):
+    """A sparse fit's support vectors are saved as CSR arrays (data, indices, indptr) and come
+    back as CSR (dual_coef_ too), predicting exactly as the fitted estimator."""
+    import scipy.sparse as sp
+
+    X, _, _, y_three, X_new = data
+    Xs = sp.csr_matrix(np.where(np.abs(X) < 0.6, 0.0, X))
+    est = _fit(make, "three", (Xs, None, None, y_three, None))
+    path = tmp_path / "m.npz"
+    save_model(est, path)
+    with np.load(path, allow_pickle=False) as z:
+        names = set(z.files)
+    assert {"support_vectors_data", "support_vectors_indices", "support_vectors_indptr"} <= names
+    assert "support_vectors_" not in names
+    back = load_model(path)
+    assert sp.issparse(back.support_vectors_) and sp.issparse(back.dual_coef_)
+    assert (back.support_vectors_ != est.support_vectors_).nnz == 0
+    for Xp in (X_new, sp.csr_matrix(X_new)):
+        np.testing.assert_array_equal(back.decision_function(Xp), est.decision_function(Xp))
+        np.testing.assert_array_equal(back.predict(Xp), est.predict(Xp))
+
+
+@pytest.mark.parametrize("cls", [SVMClassifier, KLRClassifier])
+def test_precomputed_kernel_model_round_trip(cls, data, tmp_path):
+    X, _, _, y_three, X_new = data
+    est = _fit(lambda: cls(kernel="precomputed"), "three", (X @ X.T, None, None, y_three, None))
+    save_model(est, tmp_path / "m.npz")
+    back = load_model(tmp_path / "m.npz")
+    assert back.support_vectors_.shape == (0, 0) and back.n_features_in_ == X.shape[0]
+    K_new = X_new @ X.T
+    np.testing.assert_array_equal(back.decision_function(K_new), est.decision_function(K_new))
+    assert read_header(tmp_path / "m.npz")["kernel"]["name"] == "precomputed"
+
+
+def test_callable_kernel_cannot_be_saved(data, tmp_path):
+    X, _, _, y_three, _ = data
+
+    def my_kernel(A, B):
+        return A @ B.T
+
+    est = _fit(lambda: SVMClassifier(kernel=my_kernel), "three", data)
+    with pytest.raises(ModelFileError, match="callable kernel \\(my_kernel\\).*never runs code"
+                       ".*kernel='precomputed'"):
+        save_model(est, tmp_path / "m.npz")
+    assert not (tmp_path / "m.npz").exists()

@@ -24,6 +24,7 @@ box and, for KLR, weighs a row like repeating it); 'balanced' is n / (n_classes 
 
 from __future__ import annotations
 
+import copy
 import types
 from itertools import combinations
 from typing import Any, ClassVar
@@ -63,15 +64,14 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
 
     # ---- fit -----------------------------------------------------------------------------
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> _PairClassifier:
-        """Solve one binary problem per pair of classes with ``strategy``; returns self."""
+        """Solve one binary problem per pair of classes with ``strategy``; returns self.
+
+        kernel='precomputed': X is the n x n kernel matrix of the training rows. A callable
+        kernel: X holds the rows, the problems get the n x n matrix kernel(X, X)."""
         hyper = self._hyperparameters()
-        if hyper["kernel"] == "precomputed":
-            raise ValueError(
-                f"The 'kernel' parameter of {type(self).__name__} must be 'linear', 'rbf' or "
-                "'poly'; kernel='precomputed' is available on the problem level "
-                f"({self._PROBLEM.__name__}(K, y, kernel='precomputed'))."
-            )
+        sparse = sp.issparse(X)  # SVC keeps the support vectors of a sparse fit sparse
         X, y, sw = self._validate_fit(X, y, sample_weight)
+        K = self._training_kernel(X, hyper)
         self.strategy_ = strategy = self._resolve_strategy(hyper, X)
         options = self._strategy_options(strategy)
         check_classification_targets(y)
@@ -82,15 +82,50 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
         params = self._problem_params(hyper, X, weights)
         warm = self._warm_alphas(strategy, options, codes)
         fits = [
-            self._fit_pair(X, codes, weights, i, j, params, strategy, options, warm[k])
+            self._fit_pair(K, codes, weights, i, j, params, strategy, options, warm[k])
             for k, (i, j) in enumerate(combinations(range(self.classes_.size), 2))
         ]
-        self._store(X, codes, fits)
+        self._store(X, codes, fits, sparse=sparse, precomputed=hyper["kernel"] == "precomputed")
         self.kernel_ = fits[0]["kernel"]
         self.n_iter_ = np.array([f["result"].iterations for f in fits], dtype=np.int64)
         self.result_ = fits[0]["result"] if len(fits) == 1 else [f["result"] for f in fits]
         self._fit_probabilities(X, codes, weights, fits)
         return self
+
+    def _hyperparameters(self) -> dict[str, Any]:
+        """As :meth:`OptEstimator._hyperparameters`; a callable ``kernel`` is checked as
+        'precomputed' (the problems solve with its matrix) and stays callable in the result."""
+        if not callable(self.kernel):
+            return super()._hyperparameters()
+        stand_in = copy.copy(self)
+        stand_in.kernel = "precomputed"
+        hyper = OptEstimator._hyperparameters(stand_in)
+        hyper["kernel"] = self.kernel
+        return hyper
+
+    def _training_kernel(self, X: Any, hyper: dict[str, Any]) -> Any:
+        """What the pair problems are built from: X, or the n x n kernel matrix (a callable
+        kernel evaluated on X, or X itself for 'precomputed', then square)."""
+        if callable(hyper["kernel"]):
+            return self._call_kernel(X, X)
+        if hyper["kernel"] == "precomputed" and X.shape[0] != X.shape[1]:
+            raise ValueError(
+                f"With kernel='precomputed', X of {type(self).__name__}.fit must be the square "
+                f"n x n kernel matrix of the training rows; got shape {X.shape}. Pass "
+                "K = k(X_train, X_train).")
+        return X
+
+    def _call_kernel(self, A: Any, B: Any) -> np.ndarray:
+        """kernel(A, B) of a callable ``kernel``, checked: a finite (len(A), len(B)) matrix."""
+        K = self.kernel(A, B)
+        K = K.toarray() if sp.issparse(K) else np.asarray(K, dtype=np.float64)
+        if K.shape != (A.shape[0], B.shape[0]) or not np.isfinite(K).all():
+            raise ValueError(
+                f"The 'kernel' callable of {type(self).__name__} must return a finite matrix "
+                f"of shape (len(X), len(Y)) = {(A.shape[0], B.shape[0])} for kernel(X, Y); got "
+                f"shape {K.shape}{'' if np.isfinite(K).all() else ' with NaN or infinity'}. "
+                "Fix the function, or pass kernel='precomputed' with the matrix.")
+        return np.ascontiguousarray(K)
 
     def _auto_prefers_fast(self, hyper: dict[str, Any], X: Any) -> bool:
         """'auto' runs the primal strategy (AUTO_STRATEGIES[0]) for a linear kernel, unless
@@ -147,7 +182,9 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
     ) -> dict[str, Any]:
         """The problem's parameters, with gamma resolved once on all rows (as SVC does)."""
         params = {k: hyper[k] for k in self._PROBLEM.PARAMS if k in hyper}
-        if hyper["kernel"] in ("linear", "precomputed"):  # no width: never computed
+        if callable(hyper["kernel"]):  # the problems solve with its matrix
+            params["kernel"] = "precomputed"
+        if params["kernel"] in ("linear", "precomputed"):  # no width: never computed
             params["gamma"] = 1.0
         else:
             params["gamma"] = resolve_gamma(hyper["gamma"], X, weights)
@@ -180,19 +217,27 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
         """Solve the binary problem of classes i (-1) and j (+1); returns its arrays."""
         rows = np.flatnonzero((codes == i) | (codes == j))
         y_pm = np.where(codes[rows] == j, 1.0, -1.0)
-        problem = self._PROBLEM(X[rows], y_pm, sample_weight=weights[rows], **params)
+        if params["kernel"] == "precomputed" and rows.size < codes.size:
+            X = X[np.ix_(rows, rows)]  # the pair's block of the kernel matrix
+        else:
+            X = X[rows]
+        problem = self._PROBLEM(X, y_pm, sample_weight=weights[rows], **params)
         opts = dict(options) if alpha0 is None else {**options, "alpha0": alpha0}
         res = self._solve(problem, strategy, opts)
         fit = {"rows": rows, "y": y_pm, "result": res, "kernel": problem.kernel_}
-        fit.update(self._pair_solution(problem, res, X[rows], y_pm))
+        fit.update(self._pair_solution(problem, res, X, y_pm))
         return fit
 
     def _pair_solution(self, problem, res, X, y_pm) -> dict:
         raise NotImplementedError
 
     # ---- learned arrays ------------------------------------------------------------------
-    def _store(self, X: np.ndarray, codes: np.ndarray, fits: list[dict]) -> None:
-        """support_, support_vectors_, n_support_, dual_coef_, intercept_ (SVC's layout)."""
+    def _store(self, X: Any, codes: np.ndarray, fits: list[dict], sparse: bool,
+               precomputed: bool) -> None:
+        """support_, support_vectors_, n_support_, dual_coef_, intercept_, coef_ (linear kernel)
+        in SVC's layout: support_vectors_ and dual_coef_ are CSR after a sparse fit, and
+        support_vectors_ is empty, (0, 0), for kernel='precomputed', whose support rows are
+        columns of the kernel matrix."""
         k = self.classes_.size
         sign = 1.0 if k == 2 else -1.0  # SVC: binary positive for classes_[1], else class i
         in_sv = np.zeros(codes.size, dtype=bool)
@@ -200,9 +245,12 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
             in_sv[f["rows"][f["support"]]] = True
         order = np.lexsort((np.arange(codes.size), codes))
         self.support_ = order[in_sv[order]].astype(np.int32)
-        self.support_vectors_ = X[self.support_]
-        if sp.issparse(X):  # the support rows only, dense (the decision functions' input)
-            self.support_vectors_ = self.support_vectors_.toarray()
+        if precomputed:
+            self.support_vectors_ = np.zeros((0, 0))
+        elif sparse:
+            self.support_vectors_ = sp.csr_matrix(X[self.support_])
+        else:
+            self.support_vectors_ = X[self.support_]
         self.n_support_ = np.bincount(codes[self.support_], minlength=k).astype(np.int32)
         position = np.full(codes.size, -1)
         position[self.support_] = np.arange(self.support_.size)
@@ -214,11 +262,11 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
             of_i = codes[rows] == i
             dual[j - 1, position[rows[of_i]]] = coef[of_i]
             dual[i, position[rows[~of_i]]] = coef[~of_i]
-        self.dual_coef_ = dual
+        self.dual_coef_ = sp.csr_matrix(dual) if sparse else dual
         self.intercept_ = np.array([sign * f["b"] for f in fits])
         self._n_train, self._train_codes, self._fit_C = codes.size, codes, float(self.C)
         if fits[0].get("w") is not None:
-            self.coef_ = np.vstack([sign * f["w"] for f in fits])
+            self.coef_ = np.vstack([sign * f["w"] for f in fits])  # dense (SVC's is CSR)
 
     def _pair_arrays(self, k: int, i: int, j: int) -> tuple[np.ndarray, np.ndarray, np.ndarray,
                                                              float]:
@@ -227,20 +275,40 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
         sv_class = np.repeat(np.arange(self.classes_.size), self.n_support_)
         sv = np.flatnonzero((sv_class == i) | (sv_class == j))
         y_pm = np.where(sv_class[sv] == j, 1.0, -1.0)
-        coef = np.where(sv_class[sv] == i, self.dual_coef_[j - 1, sv], self.dual_coef_[i, sv])
+        dual = _dense(self.dual_coef_)
+        coef = np.where(sv_class[sv] == i, dual[j - 1, sv], dual[i, sv])
         return sv, sign * coef * y_pm, y_pm, sign * float(self.intercept_[k])
 
-    def _pair_view(self, sv: np.ndarray, y_pm: np.ndarray) -> types.SimpleNamespace:
-        """The attributes the problems' decision functions read (kernel, kernel_, _X, y, n, p),
-        from the learned arrays: the problem's own code then computes f(x)."""
+    def _pair_view(self, sv: np.ndarray, y_pm: np.ndarray,
+                   X: Any) -> tuple[types.SimpleNamespace, Any]:
+        """(view, X of the pair): the attributes the problems' decision functions read (kernel,
+        kernel_, _X, y, n, p) from the learned arrays, so that the problem's own code computes
+        f(x). For a precomputed or callable kernel X is the kernel block against the support
+        vectors (:meth:`_kernel_block`) and the pair reads its columns sv."""
+        if self.kernel_.name == "precomputed":
+            return types.SimpleNamespace(
+                kernel="precomputed", kernel_=self.kernel_, _X=None, y=y_pm, n=sv.size,
+                p=sv.size), X[:, sv]
         Xs = self.support_vectors_[sv]
         return types.SimpleNamespace(
             kernel=self.kernel_.name, kernel_=self.kernel_, _X=Xs, y=y_pm, n=sv.size,
             p=Xs.shape[1],
-        )
+        ), X
+
+    def _kernel_block(self, X: Any) -> Any:
+        """X, or for a model solved on a kernel matrix the (m, n_SV) kernel values of X's rows
+        against the support vectors: the callable kernel(X, support_vectors_), or the columns
+        support_ of a precomputed X (m x n_train, k(x, x_i) per training row i; only the
+        support columns are read)."""
+        if self.kernel_.name != "precomputed":
+            return X
+        if callable(self.kernel):
+            return self._call_kernel(X, self.support_vectors_)
+        return X[:, self.support_]
 
     def _pair_decisions(self, X: np.ndarray) -> np.ndarray:
         """f_ij(X) per pair, shape (n, n_pairs), positive for class j."""
+        X = self._kernel_block(X)
         pairs = combinations(range(self.classes_.size), 2)
         cols = [self._pair_decision(k, i, j, X) for k, (i, j) in enumerate(pairs)]
         return np.column_stack(cols)
@@ -261,13 +329,23 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
         return ovr_decision(-f, self.classes_.size)
 
     def predict(self, X: Any) -> np.ndarray:
-        """The class of largest one-vs-rest value (binary: sign of f), in the labels' type."""
-        d = self.decision_function(X)
+        """Binary: ``classes_[1]`` where f(x) >= 0. More classes: the class of most one-vs-one
+        votes, a tie going to the first tied class (SVC's default); with ``break_ties=True``
+        (and decision_function_shape='ovr') the class of largest one-vs-rest value, so that a
+        tie goes to the most confident class. Labels in the type of y."""
+        if self.break_ties and self.decision_function_shape == "ovo":
+            raise ValueError(
+                f"The 'break_ties' parameter of {type(self).__name__}: break_ties must be False "
+                "when decision_function_shape is 'ovo' (ties are broken by the one-vs-rest "
+                "values); set break_ties=False or decision_function_shape='ovr'.")
+        check_is_fitted(self)
         if self.classes_.size == 2:
-            return self.classes_[(d >= 0).astype(int)]
-        if self.decision_function_shape == "ovo":
-            d = ovr_decision(d, self.classes_.size)
-        return self.classes_[np.argmax(d, axis=1)]
+            return self.classes_[(self.decision_function(X) >= 0).astype(int)]
+        d = -self._pair_decisions(self._validate_predict(X))  # positive for class i
+        votes, conf = pair_votes(d, self.classes_.size)
+        if self.break_ties:
+            votes = votes + conf / (3.0 * (np.abs(conf) + 1.0))
+        return self.classes_[np.argmax(votes, axis=1)]  # the first of equal maxima
 
     def _pair_probabilities(self, X: np.ndarray) -> np.ndarray:
         raise NotImplementedError
@@ -285,9 +363,10 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
         """Hook for SVMClassifier's Platt scaling."""
 
 
-def ovr_decision(d: np.ndarray, k: int) -> np.ndarray:
-    """SVC's one-vs-rest aggregation of one-vs-one values d (positive for class i of each pair
-    (i, j)): votes_c + conf_c / (3 (|conf_c| + 1)), conf_c = sum of c's signed values."""
+def pair_votes(d: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """(votes, conf), each (n, k), from one-vs-one values d (positive for class i of each pair
+    (i, j)): votes_c the pairs class c wins (d > 0 for class i, as libsvm), conf_c the sum of
+    c's signed values."""
     votes = np.zeros((d.shape[0], k))
     conf = np.zeros((d.shape[0], k))
     for col, (i, j) in enumerate(combinations(range(k), 2)):
@@ -296,6 +375,13 @@ def ovr_decision(d: np.ndarray, k: int) -> np.ndarray:
         votes[:, j] += ~wins_i
         conf[:, i] += d[:, col]
         conf[:, j] -= d[:, col]
+    return votes, conf
+
+
+def ovr_decision(d: np.ndarray, k: int) -> np.ndarray:
+    """SVC's one-vs-rest aggregation of one-vs-one values d (positive for class i of each pair
+    (i, j)): votes_c + conf_c / (3 (|conf_c| + 1)) (:func:`pair_votes`)."""
+    votes, conf = pair_votes(d, k)
     return votes + conf / (3.0 * (np.abs(conf) + 1.0))
 
 
@@ -341,6 +427,11 @@ def platt_fit(f: np.ndarray, t: np.ndarray, w: np.ndarray) -> tuple[float, float
     start = np.array([0.0, np.log((n_neg + 1.0) / (n_pos + 1.0))])
     ab = minimize(loss, start, jac=True, method="L-BFGS-B").x
     return float(ab[0] / scale), float(ab[1])
+
+
+def _dense(a: Any) -> np.ndarray:
+    """A learned array as numpy (dual_coef_ is CSR after a sparse fit, as SVC's)."""
+    return a.toarray() if sp.issparse(a) else a
 
 
 def _log(p: np.ndarray) -> np.ndarray:
@@ -409,6 +500,7 @@ class SVMClassifier(_PairClassifier):
         **_kernel_hyper(SVM),
         "probability": _BOOL,
         "decision_function_shape": _SHAPES,
+        "break_ties": _BOOL,
         "warm_start": _BOOL,
     }
 
@@ -422,6 +514,7 @@ class SVMClassifier(_PairClassifier):
         class_weight: dict | str | None = None,
         probability: bool = False,
         decision_function_shape: str = "ovr",
+        break_ties: bool = False,
         warm_start: bool = False,
         strategy: str = AUTO_STRATEGY,
         strategy_options: dict | None = None,
@@ -434,6 +527,7 @@ class SVMClassifier(_PairClassifier):
         self.class_weight = class_weight
         self.probability = probability
         self.decision_function_shape = decision_function_shape
+        self.break_ties = break_ties
         self.warm_start = warm_start
         self.strategy = strategy
         self.strategy_options = strategy_options
@@ -574,7 +668,7 @@ class SVMClassifier(_PairClassifier):
         sv, alpha, y_pm, b = self._pair_arrays(k, i, j)
         if hasattr(self, "coef_"):
             sign = 1.0 if self.classes_.size == 2 else -1.0
-            x, form = sign * self.coef_[k], "primal"
+            x, form = sign * _dense(self.coef_)[k], "primal"
         else:
             x, form = alpha, "dual"
         res = SolveResult(
@@ -583,7 +677,8 @@ class SVMClassifier(_PairClassifier):
             x=x,
             extra={"b": b, "form": form, "alpha": alpha},
         )
-        return SVM.decision_function(self._pair_view(sv, y_pm), res, X)
+        view, X = self._pair_view(sv, y_pm, X)
+        return SVM.decision_function(view, res, X)
 
     def _fit_probabilities(self, X, codes, weights, fits) -> None:
         """Platt's (A, B) per pair on the training decision values (probability=True)."""
@@ -655,6 +750,7 @@ class KLRClassifier(_PairClassifier):
         "bound_tol": KLR.PARAMS["bound_tol"],
         **_kernel_hyper(KLR),
         "decision_function_shape": _SHAPES,
+        "break_ties": _BOOL,
         "warm_start": _BOOL,
     }
 
@@ -669,6 +765,7 @@ class KLRClassifier(_PairClassifier):
         bound_tol: float | None = None,
         class_weight: dict | str | None = None,
         decision_function_shape: str = "ovr",
+        break_ties: bool = False,
         warm_start: bool = False,
         strategy: str = AUTO_STRATEGY,
         strategy_options: dict | None = None,
@@ -682,6 +779,7 @@ class KLRClassifier(_PairClassifier):
         self.bound_tol = bound_tol
         self.class_weight = class_weight
         self.decision_function_shape = decision_function_shape
+        self.break_ties = break_ties
         self.warm_start = warm_start
         self.strategy = strategy
         self.strategy_options = strategy_options
@@ -702,8 +800,9 @@ class KLRClassifier(_PairClassifier):
         sv, alpha, y_pm, b = self._pair_arrays(k, i, j)
         if hasattr(self, "coef_"):  # linear: x'w, O(p) per row
             sign = 1.0 if self.classes_.size == 2 else -1.0
-            return np.asarray(X @ (sign * self.coef_[k]), dtype=float).ravel() + b
-        return KLR.decision_function(self._pair_view(sv, y_pm), alpha, b, X)
+            return np.asarray(X @ (sign * _dense(self.coef_)[k]), dtype=float).ravel() + b
+        view, X = self._pair_view(sv, y_pm, X)
+        return KLR.decision_function(view, alpha, b, X)
 
     def _pair_probabilities(self, X: np.ndarray) -> np.ndarray:
         """P(class j | i or j, x) = sigma(f_ij(x)) per pair (KLR.predict_proba's formula)."""
