@@ -37,9 +37,11 @@ CHECKED = [
     RidgeRegressor(),
     RidgeRegressor(strategy="pcg-rfd"),
     SVMClassifier(strategy_options=TIGHT),
+    SVMClassifier(),  # the default options: SMO at SVMClassifier's SMO_TOL
     SVMClassifier(strategy="full"),
     SVMClassifier(kernel="linear", strategy="aid"),
     KLRClassifier(strategy_options=TIGHT),
+    KLRClassifier(),  # the default options (SMO's own stopping rule)
     KLRClassifier(strategy="full"),
 ]
 
@@ -79,8 +81,26 @@ EXPECTED_FAILED_CHECKS: dict[tuple[str, str], dict[str, str]] = {
 }
 
 
+AT_DEFAULT_OPTIONS: dict[tuple[str, str], dict[str, str]] = {
+    ("KLRClassifier", "auto"): {
+        _WEIGHTS.format(kind): "SMO at its default stopping rule (KKT violation 1e-3, gap "
+        "certificate 1e-6 relative) stops the weighted and the repeated-row fits at different "
+        "certified points: probabilities differ by 7.7e-5 (3.0e-4 relative; 2.1e-7 at tol "
+        "1e-6, within 1e-7 at tol 1e-8), and tol 1e-8 costs 1.9x the fit time on 5,000 x 20 "
+        "rows (2.6 -> 4.9 s) and 1.3x on digits, so KLRClassifier keeps the default (the check "
+        "passes with strategy_options={'tol': 1e-10} above)"
+        for kind in ("dense", "sparse")
+    },
+}
+"""Checks that fail with the default strategy_options only (the tight-tol entries pass)."""
+
+
 def expected_failed_checks(estimator) -> dict[str, str]:
-    return EXPECTED_FAILED_CHECKS.get((type(estimator).__name__, estimator.strategy), {})
+    key = (type(estimator).__name__, estimator.strategy)
+    out = dict(EXPECTED_FAILED_CHECKS.get(key, {}))
+    if estimator.strategy_options is None:
+        out.update(AT_DEFAULT_OPTIONS.get(key, {}))
+    return out
 
 
 @parametrize_with_checks(CHECKED, expected_failed_checks=expected_failed_checks)
@@ -91,7 +111,7 @@ def test_sklearn_checks(estimator, check):
 
 
 def test_expected_failures_are_few_and_explained():
-    for key, checks in EXPECTED_FAILED_CHECKS.items():
+    for key, checks in {**EXPECTED_FAILED_CHECKS, **AT_DEFAULT_OPTIONS}.items():
         assert len(checks) <= 3, key
         assert all(len(reason) > 40 for reason in checks.values())
 
