@@ -153,15 +153,34 @@ struct KernelData {
 };
 
 // Dot products buf[k] = sum_r XT[r, lo + k] xi[r * xs], k < hi - lo (r in order, FMA).
-OPTM_INLINE void dots_contiguous(const KernelData& kd, long lo, long hi, const double* xi,
-                                 long xs, double* buf) {
-    const long m = hi - lo;
-    for (long k = 0; k < m; ++k) buf[k] = 0.0;
-    for (long r = 0; r < kd.p; ++r) {
+// The rows go in tiles of DOT_TILE whose sums stay in registers over all p features (one store
+// per entry instead of a load and a store per feature and entry); each sum still adds the
+// features 0..p-1 in order, so the values are unchanged. Measured (n = 4000, one thread, linear
+// kernel, p = 10): AVX-512 1.38 -> 1.07 ns per entry, AVX2 1.38 -> 1.01 (tile 16) or 1.35 (32);
+// 32 suits AVX-512 (4 registers; 16 was slower there) and many features (p = 64: fewer streams).
+constexpr long DOT_TILE = 32;
+OPTM_INLINE void dots_contiguous(const KernelData& kd, const long lo, const long hi,
+                                 const double* xi, const long xs, double* buf) {
+    const long m = hi - lo, p = kd.p, n = kd.n;
+    const double* base = kd.XT + lo;
+    long k0 = 0;
+    for (; k0 + DOT_TILE <= m; k0 += DOT_TILE) {
+        double acc[DOT_TILE];
+        for (long j = 0; j < DOT_TILE; ++j) acc[j] = 0.0;
+        for (long r = 0; r < p; ++r) {
+            const double xr = xi[r * xs];
+            const double* row = base + r * n + k0;
+            for (long j = 0; j < DOT_TILE; ++j) acc[j] += row[j] * xr;
+        }
+        for (long j = 0; j < DOT_TILE; ++j) buf[k0 + j] = acc[j];
+    }
+    if (k0 == m) return;
+    for (long k = k0; k < m; ++k) buf[k] = 0.0;
+    for (long r = 0; r < p; ++r) {
         const double xr = xi[r * xs];
-        const double* row = kd.XT + r * kd.n + lo;
+        const double* row = base + r * n;
         OPTM_SIMD
-        for (long k = 0; k < m; ++k) buf[k] += row[k] * xr;
+        for (long k = k0; k < m; ++k) buf[k] += row[k] * xr;
     }
 }
 
