@@ -7,7 +7,7 @@ import pytest
 
 from solvers._core import _kernels
 from solvers.kernels import Kernel
-from solvers.smo.kernel_sums import q_matrix
+from solvers.smo.kernel_sums import kernel_sums, q_matrix
 from solvers.smo.qmatrix import KIND_MATRIX, KernelQMatrix, PrecomputedQMatrix
 
 KERNELS = [Kernel("linear"), Kernel("rbf", gamma=0.3), Kernel("rbf", gamma=4.0),
@@ -117,3 +117,41 @@ def test_q_matrix_of_a_precomputed_q_is_q():
     X, y = _data(40, 3)
     pre = PrecomputedQMatrix.from_kernel(X, y, Kernel("rbf", gamma=0.5))
     assert q_matrix(pre) is pre.Q
+
+
+@pytest.mark.parametrize("p", [1, 3, 10, 64])
+@pytest.mark.parametrize("kernel", KERNELS, ids=lambda k: f"{k.name}-{k.gamma}")
+def test_tiled_and_single_entry_columns_agree_bitwise(kernel, p):
+    # whole columns run their dot products in tiles of rows, gathered entries one by one:
+    # the same additions in the same order, so the same bits (float64 and float32)
+    n = 2 * _kernels.FILL_BLOCK + 45
+    X, y = _data(n, p, seed=p)
+    qmat = KernelQMatrix(X, y, kernel)
+    rng = np.random.default_rng(p)
+    idx = np.sort(rng.choice(n, 200, replace=False)).astype(np.int64)
+    for dtype in (np.float64, np.float32):
+        whole = np.empty(n, dtype)
+        _fill(qmat, 7, NO_IDX, n, True, whole)
+        for s in idx[:: 20]:
+            one = np.full(n, -7.0, dtype)
+            _fill(qmat, 7, np.array([s]), 1, False, one)
+            assert one[s] == whole[s]
+        part = np.full(n, -7.0, dtype)
+        _fill(qmat, 7, idx, len(idx), False, part)
+        assert np.array_equal(part[idx], whole[idx])
+
+
+@pytest.mark.parametrize("p", [1, 3, 10, 32])
+@pytest.mark.parametrize("kernel", [Kernel("rbf", gamma=0.3), Kernel("rbf", gamma=4.0),
+                                    Kernel("poly", gamma=0.2, degree=3, coef0=1.0)],
+                         ids=lambda k: f"{k.name}-{k.gamma}")
+def test_kernel_sums_of_tiles_equal_row_by_row_sums(kernel, p):
+    # the RBF sums run in tiles of rows kept in registers, a single row (or a tile's rest) by
+    # the column loop: the same operations in the same order per row, so the same bits
+    rng = np.random.default_rng(p)
+    A = rng.normal(size=(_kernels.FILL_BLOCK + 70, p))
+    B = rng.normal(size=(37, p))
+    w = rng.normal(size=37)
+    sums = kernel_sums(kernel, A, B, w)
+    for s in range(0, A.shape[0], 97):
+        assert kernel_sums(kernel, A[s : s + 1], B, w)[0] == sums[s]

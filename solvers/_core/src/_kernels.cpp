@@ -51,11 +51,48 @@ void fill_column(int kind, const Mat& XT, const Vec& sqn, double gamma, double c
 
 OPTM_NO_TRAP_BEGIN  // the RBF loops inlined below vectorize only so (see kernel.hpp)
 
+// RBF: out[lo + j] += sum_t w_t k(a_{lo+j}, b_t) for a tile of SUM_TILE rows of A, t = 0..nb-1 in
+// order. The tile's dot products, kernel values and sums stay in registers: per b_t, p
+// multiply-adds per row (features in order), exp_parts, and acc += w_t k. The same operations in
+// the same order as fill_rows (y = 1) followed by the weighted sum of sums_block, without
+// storing the column and reloading it (the column loop wrote each value and sum to memory).
+constexpr long SUM_TILE = 32;
+OPTM_INLINE void rbf_sums_tile(const KernelData& ka, long lo, const double* B, long nb,
+                               const double* sqb, const double* w, double* out) {
+    const long p = ka.p, n = ka.n;
+    const double* base = ka.XT + lo;
+    const double* sq = ka.sqn + lo;
+    const double g = ka.gamma;
+    double acc[SUM_TILE];
+    for (long j = 0; j < SUM_TILE; ++j) acc[j] = 0.0;
+    for (long t = 0; t < nb; ++t) {
+        const double* b = B + t * p;
+        double d[SUM_TILE];
+        for (long j = 0; j < SUM_TILE; ++j) d[j] = 0.0;
+        for (long r = 0; r < p; ++r) {
+            const double xr = b[r];
+            const double* row = base + r * n;
+            for (long j = 0; j < SUM_TILE; ++j) d[j] += row[j] * xr;
+        }
+        const double wt = w[t], st = sqb[t];
+        for (long j = 0; j < SUM_TILE; ++j) {
+            const ExpParts ep = rbf_parts(g, sq[j], st, d[j]);
+            const double k = (1.0 * 1.0 * ep.q) * ep.two_e;  // fill_rows' value with y = 1
+            acc[j] += wt * k;
+        }
+    }
+    for (long j = 0; j < SUM_TILE; ++j) out[lo + j] += acc[j];
+}
+
 // out[s] += sum_t w_t k(a_s, b_t) for the rows lo..hi-1 of A (hi - lo <= FILL_BLOCK), b_t the rows
-// of B (n_b x p): the values k(a_s, b_t), s in the block, for one b_t at a time by the SMO cache's
-// column loop (fill_rows, y = 1), added with weight w_t into the block's sums while in cache.
+// of B (n_b x p). RBF: in tiles of SUM_TILE rows (rbf_sums_tile). Otherwise, and for the last
+// rows: the values k(a_s, b_t), s in the block, for one b_t at a time by the SMO cache's column
+// loop (fill_rows, y = 1), added with weight w_t into the block's sums while in cache.
 OPTM_CLONES void sums_block(const KernelData& ka, long lo, long hi, const double* B, long nb,
                             const double* sqb, const double* w, double* out) {
+    if (ka.kind == KIND_RBF)
+        for (; lo + SUM_TILE <= hi; lo += SUM_TILE) rbf_sums_tile(ka, lo, B, nb, sqb, w, out);
+    if (lo == hi) return;
     alignas(64) double col[FILL_BLOCK];
     alignas(64) double acc[FILL_BLOCK];
     const long m = hi - lo;

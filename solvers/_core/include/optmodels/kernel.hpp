@@ -67,6 +67,7 @@ constexpr double LOG2E = 1.4426950408889634;
 constexpr double LN2_HI = 0.6931471803691238;     // ln 2 to 32 bits: e * LN2_HI exact, |e| < 2^21
 constexpr double LN2_LO = 1.9082149292705877e-10;  // ln 2 - LN2_HI
 constexpr double EXP_MIN = -708.0;                 // below: exp(v) returned as 0 (2^e normal)
+constexpr double EXP_MIN_E = -1021.0;              // e of EXP_MIN, floor(EXP_MIN / ln 2 + 1/2)
 // 1.5 * 2^52: t + ROUND_MAGIC (|t| < 2^51) is rounded to an integer, held in the low mantissa bits.
 constexpr double ROUND_MAGIC = 6755399441055744.0;
 
@@ -82,7 +83,7 @@ OPTM_INLINE double floor_small(double t) {
 // exp(v) = q * 2^e for v <= 0, in plain arithmetic that vectorizes (no libm call):
 //   e = floor(v / ln 2 + 1/2),  r = (v - e ln2_hi) - e ln2_lo   (Cody-Waite, r exact to ~1e-19,
 //   |r| <= ln 2 / 2),  q = sum_{j=0..13} r^j / j!  by Horner (remainder < 5e-18 relative),
-//   2^e built from its bits (e + 1023) << 52.  v < EXP_MIN gives q = 0.
+//   2^e built from its bits (e + 1023) << 52.  v < EXP_MIN gives q = 0 and 2^e = 2^-1021.
 // At most 3.5e-16 relative (1.6 ulp) against libm's exp (measured in the numba version).
 // e + 1023 (in [2, 2046]) is read from the low bits of e + 1023 + 1.5 * 2^52 rather than by a
 // double -> int64 conversion, which AVX2 lacks; the integer is the same.
@@ -93,9 +94,13 @@ struct ExpParts {
 
 OPTM_INLINE ExpParts exp_parts(double v) {
     using namespace detail;
-    const double vc = EXP_MIN > v ? EXP_MIN : v;
-    const double e = floor_small(vc * LOG2E + 0.5);
-    const double r = (vc - e * LN2_HI) - e * LN2_LO;
+    // e from v itself, clamped at floor(EXP_MIN / ln 2 + 1/2) = -1021 only where 2^e is built:
+    // the same e, r and 2^e as clamping v at EXP_MIN first (e is nondecreasing in v; below
+    // EXP_MIN q is 0 whatever r is). A clamp of v made the (constant) clamped path visible
+    // to GCC's jump threading, which then computed the polynomial twice (for e = rn and
+    // e = rn - 1 of floor_small) and blended: 1.5 -> 0.9 ns per entry.
+    const double e = floor_small(v * LOG2E + 0.5);
+    const double r = (v - e * LN2_HI) - e * LN2_LO;
     double q = 1.0 / 6227020800.0;
     q = q * r + 1.0 / 479001600.0;
     q = q * r + 1.0 / 39916800.0;
@@ -111,7 +116,8 @@ OPTM_INLINE ExpParts exp_parts(double v) {
     q = q * r + 1.0;
     q = q * r + 1.0;
     q = v < EXP_MIN ? 0.0 : q;
-    const double t = e + (1023.0 + ROUND_MAGIC);
+    const double ec = e < EXP_MIN_E ? EXP_MIN_E : e;
+    const double t = ec + (1023.0 + ROUND_MAGIC);
     std::int64_t bits;
     std::memcpy(&bits, &t, sizeof bits);
     bits = static_cast<std::int64_t>(static_cast<std::uint64_t>(bits) << 52);
@@ -147,15 +153,34 @@ struct KernelData {
 };
 
 // Dot products buf[k] = sum_r XT[r, lo + k] xi[r * xs], k < hi - lo (r in order, FMA).
-OPTM_INLINE void dots_contiguous(const KernelData& kd, long lo, long hi, const double* xi,
-                                 long xs, double* buf) {
-    const long m = hi - lo;
-    for (long k = 0; k < m; ++k) buf[k] = 0.0;
-    for (long r = 0; r < kd.p; ++r) {
+// The rows go in tiles of DOT_TILE whose sums stay in registers over all p features (one store
+// per entry instead of a load and a store per feature and entry); each sum still adds the
+// features 0..p-1 in order, so the values are unchanged. Measured (n = 4000, one thread, linear
+// kernel, p = 10): AVX-512 1.38 -> 1.07 ns per entry, AVX2 1.38 -> 1.01 (tile 16) or 1.35 (32);
+// 32 suits AVX-512 (4 registers; 16 was slower there) and many features (p = 64: fewer streams).
+constexpr long DOT_TILE = 32;
+OPTM_INLINE void dots_contiguous(const KernelData& kd, const long lo, const long hi,
+                                 const double* xi, const long xs, double* buf) {
+    const long m = hi - lo, p = kd.p, n = kd.n;
+    const double* base = kd.XT + lo;
+    long k0 = 0;
+    for (; k0 + DOT_TILE <= m; k0 += DOT_TILE) {
+        double acc[DOT_TILE];
+        for (long j = 0; j < DOT_TILE; ++j) acc[j] = 0.0;
+        for (long r = 0; r < p; ++r) {
+            const double xr = xi[r * xs];
+            const double* row = base + r * n + k0;
+            for (long j = 0; j < DOT_TILE; ++j) acc[j] += row[j] * xr;
+        }
+        for (long j = 0; j < DOT_TILE; ++j) buf[k0 + j] = acc[j];
+    }
+    if (k0 == m) return;
+    for (long k = k0; k < m; ++k) buf[k] = 0.0;
+    for (long r = 0; r < p; ++r) {
         const double xr = xi[r * xs];
-        const double* row = kd.XT + r * kd.n + lo;
+        const double* row = base + r * n;
         OPTM_SIMD
-        for (long k = 0; k < m; ++k) buf[k] += row[k] * xr;
+        for (long k = k0; k < m; ++k) buf[k] += row[k] * xr;
     }
 }
 
