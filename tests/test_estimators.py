@@ -493,8 +493,9 @@ def test_break_ties_false_takes_the_first_tied_class(cls):
     d = -est._pair_decisions(X)  # one-vs-one values, positive for class i
     from optmodels.estimators.kernel import pair_votes
 
-    votes, conf = pair_votes(d, 10)
-    ovr = votes + conf / (3.0 * (np.abs(conf) + 1.0))
+    votes = pair_votes(d, 10)[0]
+    votes_i, conf = pair_votes(d, 10, zero_to_i=True)  # decision_function's rule for d = 0
+    ovr = votes_i + conf / (3.0 * (np.abs(conf) + 1.0))
     first = np.argmax(votes, axis=1)
     np.testing.assert_array_equal(est.predict(X), first)
     np.testing.assert_array_equal(est.set_params(break_ties=True).predict(X), np.argmax(ovr, 1))

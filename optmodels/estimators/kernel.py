@@ -10,8 +10,10 @@ problem's own ``decision_function`` from the learned arrays only,
 and combined as scikit-learn's SVC does: ``decision_function_shape="ovo"`` returns
 d_ij = -f_ij (positive for class i, SVC's order of pairs); ``"ovr"`` (default) returns
 votes_c + conf_c / (3 (|conf_c| + 1)), votes_c the pairs class c wins and conf_c the sum of its
-signed decision values; ``predict`` is its argmax. Binary problems give f (n,), positive for
-``classes_[1]``.
+signed decision values. ``predict`` takes the class of most votes, a tie going to the first
+tied class (SVC's default), or with ``break_ties=True`` the argmax of the "ovr" values. Binary
+problems give f (n,), positive for ``classes_[1]``. ``kernel="precomputed"`` and a callable
+kernel are solved on the kernel matrix (problems with kernel='precomputed').
 
 Learned arrays follow SVC: ``support_`` (rows with alpha_s > SUPPORT_REL * max_s C_s in some
 pair, for the SVM also on or inside the margin up to MARGIN_TOL; grouped by class),
@@ -33,6 +35,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import minimize
 from sklearn.base import ClassifierMixin
+from sklearn.exceptions import NotFittedError
 from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
@@ -351,9 +354,8 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
         if self.classes_.size == 2:
             return self.classes_[(self.decision_function(X) >= 0).astype(int)]
         d = -self._pair_decisions(self._validate_predict(X))  # positive for class i
-        votes, conf = pair_votes(d, self.classes_.size)
-        if self.break_ties:
-            votes = votes + conf / (3.0 * (np.abs(conf) + 1.0))
+        k = self.classes_.size
+        votes = ovr_decision(d, k) if self.break_ties else pair_votes(d, k)[0]
         return self.classes_[np.argmax(votes, axis=1)]  # the first of equal maxima
 
     def _pair_probabilities(self, X: np.ndarray) -> np.ndarray:
@@ -372,14 +374,15 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
         """Hook for SVMClassifier's Platt scaling."""
 
 
-def pair_votes(d: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
+def pair_votes(d: np.ndarray, k: int, zero_to_i: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """(votes, conf), each (n, k), from one-vs-one values d (positive for class i of each pair
-    (i, j)): votes_c the pairs class c wins (d > 0 for class i, as libsvm), conf_c the sum of
-    c's signed values."""
+    (i, j)): votes_c the pairs class c wins, conf_c the sum of c's signed values. A value d = 0
+    is a vote for j (libsvm's predict, d > 0 for i) or with ``zero_to_i`` for i (SVC's
+    one-vs-rest decision_function, d >= 0 for i); SVC differs between the two, and so do we."""
     votes = np.zeros((d.shape[0], k))
     conf = np.zeros((d.shape[0], k))
     for col, (i, j) in enumerate(combinations(range(k), 2)):
-        wins_i = d[:, col] > 0
+        wins_i = d[:, col] >= 0 if zero_to_i else d[:, col] > 0
         votes[:, i] += wins_i
         votes[:, j] += ~wins_i
         conf[:, i] += d[:, col]
@@ -389,8 +392,8 @@ def pair_votes(d: np.ndarray, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 def ovr_decision(d: np.ndarray, k: int) -> np.ndarray:
     """SVC's one-vs-rest aggregation of one-vs-one values d (positive for class i of each pair
-    (i, j)): votes_c + conf_c / (3 (|conf_c| + 1)) (:func:`pair_votes`)."""
-    votes, conf = pair_votes(d, k)
+    (i, j)): votes_c + conf_c / (3 (|conf_c| + 1)) (:func:`pair_votes`, d = 0 voting for i)."""
+    votes, conf = pair_votes(d, k, zero_to_i=True)
     return votes + conf / (3.0 * (np.abs(conf) + 1.0))
 
 
@@ -457,12 +460,15 @@ class SVMClassifier(_PairClassifier):
 
     Parameters
     ----------
-    C, kernel ('linear', 'rbf', 'poly'), gamma, degree, coef0, class_weight : as SVC.
+    C, kernel ('linear', 'rbf', 'poly', 'precomputed' or a callable kernel(A, B) returning
+        the len(A) x len(B) matrix), gamma, degree, coef0, class_weight : as SVC.
     probability : fit P(class | x) = 1 / (1 + exp(A f(x) + B)) per pair by Platt's method on the
         *training* decision values, weighted by the sample and class weights (SVC fits it by an
         internal 5-fold cross-validation instead; these probabilities are more confident on the
         training rows). Multi-class probabilities are coupled as SVC's.
     decision_function_shape : 'ovr' (default) or 'ovo', as SVC.
+    break_ties : False (default): a vote tie goes to the first tied class; True: to the class
+        of largest one-vs-rest value ('ovr' only, refused at predict with 'ovo'), as SVC.
     warm_start : start SMO (strategy 'smo') from the previous fit's alphas when refitting on the
         same rows, e.g. to sweep C::
 
@@ -478,7 +484,7 @@ class SVMClassifier(_PairClassifier):
         ipm 0.27 s, aid 1.1 s, smo 172 s, all certified to the same objective.
     strategy_options : dict of the strategy's options (e.g. ``{"tol": 1e-4}``), validated in fit
         by the table of the strategy that runs (for 'auto', name the strategy to pass options
-        only it has).
+        only it has). SMO runs at tol SMO_TOL (1e-8) unless the options give one.
 
     Attributes: strategy_ (the strategy the fit ran: 'auto' resolved), classes_, support_,
     support_vectors_, n_support_, dual_coef_ (NaN for pairs
@@ -487,7 +493,9 @@ class SVMClassifier(_PairClassifier):
     n_features_in_, feature_names_in_, n_iter_ (per pair), result_ (the SolveResult; a list of
     one per pair for more than two classes). Sparse CSR/CSC input stays sparse with
     kernel='linear' (the problem keeps it; smo/block/aid densify it within the memory budget,
-    'full' never) and is densified for the other kernels.
+    'full' never) and is densified for the other kernels; after a sparse fit support_vectors_
+    and dual_coef_ are CSR (as SVC's; coef_ stays dense). kernel='precomputed':
+    support_vectors_ is empty, (0, 0), as SVC's.
 
     Dask X / y / sample_weight (row-chunked): the binary linear SVM (kernel='linear',
     strategy='aid', probability=False; others refused) is fitted lazily, chunk by chunk; its
@@ -722,12 +730,22 @@ class SVMClassifier(_PairClassifier):
     @available_if(_has_probability)
     def predict_proba(self, X: Any) -> np.ndarray:
         """Platt probabilities (n, n_classes), columns in the order of ``classes_``."""
+        self._check_platt()
         return self._proba(X)
 
     @available_if(_has_probability)
     def predict_log_proba(self, X: Any) -> np.ndarray:
         """log of predict_proba."""
+        self._check_platt()
         return _log(self._proba(X))
+
+    def _check_platt(self) -> None:
+        """probability=True set after a fit without it: no Platt parameters (as SVC)."""
+        check_is_fitted(self)
+        if not hasattr(self, "probA_"):
+            raise NotFittedError(
+                f"predict_proba is not available when fitted with probability=False; fit "
+                f"{type(self).__name__} again with probability=True.")
 
 
 class KLRClassifier(_PairClassifier):
@@ -736,11 +754,13 @@ class KLRClassifier(_PairClassifier):
     Parameters
     ----------
     C : penalty; lam : the S-KLR lambda >= 0; bound_tol : the S-KLR gamma (None = plain KLR).
-    kernel ('rbf' default, 'linear', 'poly'), gamma (RBF width), degree, coef0 : as SVC.
+    kernel ('rbf' default, 'linear', 'poly', 'precomputed', a callable), gamma (RBF width),
+        degree, coef0 : as SVC.
     class_weight : None, 'balanced' or {label: w}; the KLR problem has no class weights, so they
         multiply the sample weights (C_s = C s_s cw_{y_s}, a class weight w acting as w
         repeats of each row of the class; with bound_tol the bounds scale with it too).
     decision_function_shape : 'ovr' (default) or 'ovo'.
+    break_ties : as SVMClassifier.
     warm_start : start SMO from the previous fit's alphas (same rows), e.g. to sweep C.
     strategy : 'auto' (default), 'smo', 'full' (the verified Clarabel exponential-cone solve),
         'block', 'newton' (plain KLR with kernel='linear': sketch-preconditioned Newton-CG on
@@ -754,7 +774,8 @@ class KLRClassifier(_PairClassifier):
     predict_proba: binary sigma(f(x)), (n, 2); more classes: the pairs' sigma(f_ij) coupled by
     Wu, Lin & Weng's method, (n, n_classes). Attributes as SVMClassifier; with
     kernel='linear', coef_ (n_pairs, p) = sum_i alpha_i y_i x_i, from which decision_function
-    predicts in O(p) per row. Sparse CSR/CSC input is densified.
+    predicts in O(p) per row. Sparse CSR/CSC input is densified for solving; support_vectors_
+    and dual_coef_ are CSR after a sparse fit.
     """
 
     def _primal_applies(self, hyper: dict[str, Any], X: Any) -> bool:
