@@ -98,6 +98,21 @@ FULL_FALLBACK = ("clarabel", "highs")
 certifies."""
 
 
+FALLBACK_QP_ITERATIONS = 10_000
+"""HiGHS's active-set QP as a fallback stops after this many iterations: it can cycle on the
+nearly singular duals that made Clarabel fail (class weights spanning 1e7 ran for the full
+time limit)."""
+
+
+def _fallback_options(backend: str, options: dict[str, Any] | None,
+                      tried: list[str]) -> dict[str, Any] | None:
+    """The user's options go to the backend asked for (they are that backend's); a fallback
+    runs with its defaults, HiGHS with an iteration cap on its QP solver."""
+    if not tried:
+        return options
+    return {"qp_iteration_limit": FALLBACK_QP_ITERATIONS} if backend == "highs" else None
+
+
 def _closer(a: SolveResult, b: SolveResult) -> bool:
     """a is a better answer than b: certified, or a smaller (finite) gap."""
     if a.is_optimal != b.is_optimal:
@@ -398,7 +413,8 @@ class SVM(Problem):
             else:
                 left = time_limit
             res = self._solve_full_with(backend, form=form, tol=tol, time_limit=left,
-                                        max_iter=max_iter, verbose=verbose, options=options)
+                                        max_iter=max_iter, verbose=verbose,
+                                        options=_fallback_options(backend, options, tried))
             tried.append(backend)
             if best is None or _closer(res, best):
                 best = res
