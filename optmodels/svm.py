@@ -98,19 +98,24 @@ FULL_FALLBACK = ("clarabel", "highs")
 certifies."""
 
 
+USER_LIMITS = (TerminationCondition.ITERATION_LIMIT, TerminationCondition.TIME_LIMIT,
+               TerminationCondition.INTERRUPTED)
+"""Terminations at a limit the user set: no other backend is tried after them."""
 FALLBACK_QP_ITERATIONS = 10_000
 """HiGHS's active-set QP as a fallback stops after this many iterations: it can cycle on the
 nearly singular duals that made Clarabel fail (class weights spanning 1e7 ran for the full
 time limit)."""
 
 
-def _fallback_options(backend: str, options: dict[str, Any] | None,
-                      tried: list[str]) -> dict[str, Any] | None:
+def _fallback_options(backend: str, options: dict[str, Any] | None, tried: list[str],
+                      max_iter: int | None) -> dict[str, Any] | None:
     """The user's options go to the backend asked for (they are that backend's); a fallback
-    runs with its defaults, HiGHS with an iteration cap on its QP solver."""
+    runs with its defaults, HiGHS with an iteration cap on its QP solver (``max_iter``, when
+    given, caps it instead)."""
     if not tried:
         return options
-    return {"qp_iteration_limit": FALLBACK_QP_ITERATIONS} if backend == "highs" else None
+    cap = backend == "highs" and max_iter is None
+    return {"qp_iteration_limit": FALLBACK_QP_ITERATIONS} if cap else None
 
 
 def _closer(a: SolveResult, b: SolveResult) -> bool:
@@ -412,13 +417,13 @@ class SVM(Problem):
                     break
             else:
                 left = time_limit
-            res = self._solve_full_with(backend, form=form, tol=tol, time_limit=left,
-                                        max_iter=max_iter, verbose=verbose,
-                                        options=_fallback_options(backend, options, tried))
+            res = self._solve_full_with(
+                backend, form=form, tol=tol, time_limit=left, max_iter=max_iter,
+                verbose=verbose, options=_fallback_options(backend, options, tried, max_iter))
             tried.append(backend)
             if best is None or _closer(res, best):
                 best = res
-            if res.is_optimal:
+            if res.is_optimal or res.termination in USER_LIMITS:  # the user's limit stands
                 break
         assert best is not None
         best.extra.update(backends_tried=tried, solver=tried[-1] if best.is_optimal else
