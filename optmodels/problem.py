@@ -24,6 +24,7 @@ from typing import Any, ClassVar
 import numpy as np
 
 from optmodels.validation import Param, validate_params
+from solvers import threads
 from solvers.backend import solve_qp
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolveResult, TerminationCondition, certify
@@ -286,29 +287,10 @@ def _metadata_version(name: str) -> str | None:
         return None
 
 
-_CONTROLLER: list[Any] = []  # [(len(sys.modules) when made, ThreadpoolController)]
-
-
-def _thread_pools() -> list[dict[str, Any]]:
-    """threadpoolctl's view of the loaded BLAS / OpenMP pools. Finding the libraries scans the
-    process's shared objects (about 1 ms, a tenth of a small SMO fit), so the controller is
-    kept and made again only when modules were imported since (the way a new native library
-    arrives); its ``info()`` reads the current thread counts (8 us)."""
-    from threadpoolctl import ThreadpoolController
-
-    if not _CONTROLLER or _CONTROLLER[0][0] != len(sys.modules):
-        _CONTROLLER[:] = [(len(sys.modules), ThreadpoolController())]
-    return [{k: pool.get(k) for k in ("user_api", "internal_api", "num_threads", "version")}
-            for pool in _CONTROLLER[0][1].info()]
-
-
 def thread_info(options: dict[str, Any]) -> dict[str, Any]:
     """BLAS/OpenMP pools as threadpoolctl sees them, and the HiGHS ``threads`` option given
     in ``options["options"]`` (0 = HiGHS chooses)."""
-    try:
-        pools: list[dict[str, Any]] | None = _thread_pools()
-    except ImportError:
-        pools = None
+    pools = threads.pools()
     backend_opts = options.get("options") or {}
     return {"pools": pools, "highs_threads": backend_opts.get("threads", 0)}
 

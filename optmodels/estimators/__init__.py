@@ -13,7 +13,36 @@ its :class:`solvers.errors.SolveError`, or warns with
 ESTIMATE); ``result_`` is the :class:`~solvers.result.SolveResult`.
 """
 
+import sys
+
+import numpy as np
+
 from optmodels.estimators.kernel import KLRClassifier, SVMClassifier
 from optmodels.estimators.linear import LADRegressor, RidgeRegressor
+from optmodels.problem import library_versions
+from solvers import threads
+
+
+def _prepare_first_fit() -> None:
+    """Pay at import, once, what a process's first fit paid on top of the next ones (issue 29):
+    import what the default strategies run on (smo, aid; 15-20 ms, against about 1 s for
+    scikit-learn itself), find the thread pools once scikit-learn brought its OpenMP (10-15
+    ms), read the library versions a run record names (2 ms) and let narwhals scan its
+    plugins (7 ms)."""
+    import optmodels.guards  # noqa: F401
+    import optmodels.strategy_adapters  # noqa: F401
+    import solvers.aid  # noqa: F401
+    import solvers.smo  # noqa: F401
+
+    threads.controller()
+    library_versions()
+    if "narwhals" in sys.modules:  # scikit-learn's input check asks narwhals whether X is a
+        # data frame; its first answer scans the installed packages' entry points (7 ms)
+        from narwhals.stable.v2.dependencies import is_into_dataframe
+
+        is_into_dataframe(np.zeros((1, 1)))
+
+
+_prepare_first_fit()
 
 __all__ = ["KLRClassifier", "LADRegressor", "RidgeRegressor", "SVMClassifier"]

@@ -37,14 +37,13 @@ the iterations it could save.
 
 from __future__ import annotations
 
-import contextlib
-
 import numpy as np
 
 from solvers.aid.aggregation import compact_labels
 from solvers.aid.lad_lp import AggregatedLadLP, quantile_box
 from solvers.result import TerminationCondition
 from solvers.rows import lad_residual
+from solvers.threads import blas_limit
 
 LAD_METHODS = ("pk", "band", "quantile", "kmeans")
 PK_BAND = 0.8
@@ -104,11 +103,7 @@ def one_blas_thread():
     The IRLS products are small (m x p with p <= ~100); on a busy 2-core machine a
     2-thread OpenBLAS gemm of this size was measured at 0.2-0.4 s instead of 5 ms.
     """
-    try:
-        from threadpoolctl import threadpool_limits
-    except ImportError:  # pragma: no cover - optional
-        return contextlib.nullcontext()
-    return threadpool_limits(limits=1, user_api="blas")
+    return blas_limit(1)
 
 
 def _irls(

@@ -56,6 +56,7 @@ import numpy as np
 import scipy.linalg
 
 from solvers.errors import DataError
+from solvers.threads import blas_limit
 from solvers.validation import check_array, check_choice, check_int
 
 _SHRINKS = ("auto", "gram", "svd", "covariance")
@@ -401,33 +402,6 @@ class RobustFD(FrequentDirections):
         for start in range(0, A.shape[0], block_size):
             self.partial_fit(A[start:start + block_size], check=False)
         return self
-
-
-_CONTROLLER: list = []
-
-
-def blas_limit(threads: int | None):
-    """A context limiting BLAS to ``threads`` (via threadpoolctl if installed), else a no-op.
-
-    A shrink is a few small dense products and a 2m x 2m eigendecomposition (dominated by the
-    memory-bound tridiagonal reduction); on this 2-core machine one BLAS thread made the whole
-    sketch 2-4x faster than two when other jobs were running.
-    """
-    import contextlib
-
-    if threads is None:
-        return contextlib.nullcontext()
-    if not _CONTROLLER:
-        try:
-            from threadpoolctl import ThreadpoolController
-
-            _CONTROLLER.append(ThreadpoolController())
-        except ImportError:  # optional dependency (ships with scikit-learn)
-            _CONTROLLER.append(None)
-    ctl = _CONTROLLER[0]
-    if ctl is None:
-        return contextlib.nullcontext()
-    return ctl.limit(limits=threads, user_api="blas")
 
 
 def _gram(B: np.ndarray, kept2: np.ndarray | None) -> np.ndarray:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.linalg
 
-from solvers.sketch.fd import blas_limit
+from solvers.threads import blas_limit
 from solvers.validation import check_array, check_positive
 
 
