@@ -28,11 +28,15 @@ def _prepare_first_fit() -> None:
     import what the default strategies run on (smo, aid; 15-20 ms, against about 1 s for
     scikit-learn itself), find the thread pools once scikit-learn brought its OpenMP (10-15
     ms), read the library versions a run record names (2 ms) and let narwhals scan its
-    plugins (7 ms)."""
+    plugins (7 ms). The command line imports what its command's strategy needs and no other
+    (``optmodels fit svm --strategy smo`` loads neither AID nor HiGHS), so from the CLI the
+    strategies' modules are left to the fit."""
     import optmodels.guards  # noqa: F401
     import optmodels.strategy_adapters  # noqa: F401
-    import solvers.aid  # noqa: F401
-    import solvers.smo  # noqa: F401
+
+    if "optmodels.cli" not in sys.modules:
+        import solvers.aid  # noqa: F401
+        import solvers.smo  # noqa: F401
 
     threads.controller()
     library_versions()
