@@ -41,16 +41,18 @@ from typing import Any, ClassVar
 import numpy as np
 
 from optmodels.problem import Problem
-from optmodels.svm import KERNEL_PARAMS, build_kernel, check_n_features
+from optmodels.svm import KERNEL_PARAMS, build_kernel, check_n_features, max_kernel_diag
 from optmodels.validation import Param
 from solvers.backend import get_backend
 from solvers.errors import DataError, ExportError
 from solvers.result import (
     CERTIFICATE_TOL,
+    SolutionCertificate,
     SolutionStatus,
     SolveResult,
     TerminationCondition,
     objective_scale,
+    strong_convexity_distance,
 )
 from solvers.smo.certificate import klr_best_intercept, klr_loss, klr_primal, klr_scale
 from solvers.smo.prediction import kernel_expansion
@@ -144,6 +146,23 @@ class KLR(Problem):
     def natural_scale(self) -> float:
         """P(0, 0) = sum_i loss_i(0) (module docstring): gaps are relative to it."""
         return klr_scale(self.lam, self.Ci, self.lower, self.upper)
+
+    def solution_certificate(self, res: SolveResult) -> SolutionCertificate | None:
+        """f(alpha) = 1/2 ||w(alpha)||^2 + (convex terms) is 1-strongly convex in
+        w(alpha) = sum_i alpha_i y_i phi(x_i), so ``f(alpha) - f* >= 1/2 ||w(alpha) - w*||^2``
+        and, with the absolute gap G = objective - bound >= f(alpha) - f*,
+        ``||w - w*|| <= sqrt(2 G)``; every training row's ``w'phi(x_i)`` is within
+        ``sqrt(2 G) sqrt(k(x_i, x_i))`` of the optimum's, in logits (the intercept is not
+        covered).
+        ``||w||^2 = 2 (f(alpha) - sum_i h_i(alpha_i) + lam sum_i alpha_i)``, O(n)."""
+        alpha = res.x if res.x.shape[0] == self.n else res.x[self.kept_]
+        d = np.clip(alpha / self.Ci, 0.0, 1.0)
+        entropy = float(self.Ci @ (xlogy(d, d) + xlogy(1 - d, 1 - d)))
+        half_w2 = res.objective - entropy + self.lam * float(alpha.sum())
+        distance = strong_convexity_distance(res.objective - float(res.bound), 1.0)
+        decisions = distance * np.sqrt(max_kernel_diag(self.kernel_, self._X))
+        return SolutionCertificate(distance, decisions, float(np.sqrt(max(2.0 * half_w2, 0.0))),
+                                   1.0)
 
     def certificate_scale(self, res: SolveResult) -> float:
         """:func:`solvers.result.objective_scale` of the natural scale and the result's

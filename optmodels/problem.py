@@ -27,7 +27,13 @@ from optmodels.validation import Param, validate_params
 from solvers import threads
 from solvers.backend import solve_qp
 from solvers.qp import QPData
-from solvers.result import CERTIFICATE_TOL, SolveResult, TerminationCondition, certify
+from solvers.result import (
+    CERTIFICATE_TOL,
+    SolutionCertificate,
+    SolveResult,
+    TerminationCondition,
+    certify,
+)
 from solvers.rows import is_dask
 
 
@@ -170,11 +176,22 @@ class Problem:
         tol: float = CERTIFICATE_TOL,
         failure: TerminationCondition = TerminationCondition.CONVERGED,
     ) -> SolveResult:
-        """Apply :func:`solvers.result.certify` with this problem's :meth:`certificate_scale`."""
+        """Apply :func:`solvers.result.certify` with this problem's :meth:`certificate_scale`
+        and, where the optimum is unique, its :meth:`solution_certificate`."""
         scale = self.certificate_scale(res)
         if scale is None:
             return res
-        return certify(res, scale, tol=tol, failure=failure)
+        solution = None
+        if res.x is not None and np.isfinite(res.objective) and res.bound is not None \
+                and np.isfinite(res.bound):
+            solution = self.solution_certificate(res)
+        return certify(res, scale, tol=tol, failure=failure, solution=solution)
+
+    def solution_certificate(self, res: SolveResult) -> SolutionCertificate | None:
+        """Proven bounds on the distance of ``res`` to the optimum, from its absolute gap
+        ``res.objective - res.bound`` (:data:`solvers.result.SOLUTION_TOL`); None where the
+        optimum need not be unique (the default)."""
+        return None
 
     def certificate_scale(self, res: SolveResult) -> float | None:
         """The scale a result's gap is measured against: the natural scale (problems whose

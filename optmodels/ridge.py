@@ -27,10 +27,12 @@ from optmodels.validation import Param
 from solvers.qp import QPData
 from solvers.result import (
     CERTIFICATE_TOL,
+    SolutionCertificate,
     SolutionStatus,
     SolveResult,
     TerminationCondition,
     stable_norm,
+    strong_convexity_distance,
 )
 from solvers.rows import any_dask, is_dask
 from solvers.sketch import RIDGE_METHODS
@@ -183,6 +185,37 @@ class Ridge(Problem):
             return scale if scale > 0 else 1.0
         scale = 0.5 * float(self.bw @ self.bw)
         return scale if scale > 0 else 1.0
+
+    def solution_certificate(self, res: SolveResult) -> SolutionCertificate:
+        """f is alpha-strongly convex (H >= alpha I), so with the absolute gap G = f(x) - bound
+        ``||x - x*|| <= d = sqrt(2 G / alpha)`` (= ||grad f(x)|| / alpha for the gradient
+        bound). A prediction at a row a moves by ``|(a - abar)'(x - x*)| <= d ||a - abar||``
+        (the intercept bbar - abar'x follows x), so over rows no farther from the weighted mean
+        than the training rows the predictions are within ``d max_i ||a_i - abar||``; their
+        unit is the targets' weighted root mean square about the intercept,
+        ``sqrt(2 f(0) / sum_i s_i)``. (The training rows alone would allow a far tighter
+        bound, ``sqrt(2 G / s_i)`` from H >= s_i c_i c_i', which says nothing of x's component
+        off their span: at p > n that is what a new row's prediction sees.)"""
+        distance = strong_convexity_distance(res.objective - float(res.bound), self.alpha)
+        reach = None if self.lazy else self._max_centred_row_norm()
+        decisions = None if reach is None else distance * reach
+        unit = None if reach is None else float(
+            np.sqrt(2.0 * self.natural_scale() / float(np.sum(self.sample_weight))))
+        return SolutionCertificate(distance, decisions,
+                                   stable_norm(np.asarray(res.x, dtype=float)), unit)
+
+    def _max_centred_row_norm(self) -> float:
+        """max_i ||a_i - abar|| over the rows of positive weight (computed once)."""
+        if "reach" not in self._terms_cache:
+            X, m = self._X, self.a_mean
+            if is_scipy_sparse(X):  # ||a - m||^2 = ||a||^2 - 2 a'm + ||m||^2, no densifying
+                sq = (np.asarray(X.multiply(X).sum(axis=1)).ravel()
+                      - 2.0 * np.asarray(X @ m).ravel() + float(m @ m))
+            else:
+                sq = np.einsum("ij,ij->i", X - m, X - m)
+            sq = sq[self.sample_weight > 0]
+            self._terms_cache["reach"] = float(np.sqrt(max(np.max(sq, initial=0.0), 0.0)))
+        return self._terms_cache["reach"]
 
     def lower_bound(self, x: np.ndarray) -> float:
         """f(x) - ||grad f(x)||^2 / (2 alpha) <= f* (strong convexity with modulus alpha)."""

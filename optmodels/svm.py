@@ -31,7 +31,15 @@ from optmodels.validation import Param, resolve_gamma
 from solvers.errors import DataError
 from solvers.kernels import KERNELS, Kernel
 from solvers.qp import QPData
-from solvers.result import CERTIFICATE_TOL, SolveResult, TerminationCondition, objective_scale
+from solvers.result import (
+    CERTIFICATE_TOL,
+    SolutionCertificate,
+    SolveResult,
+    TerminationCondition,
+    objective_scale,
+    stable_norm,
+    strong_convexity_distance,
+)
 from solvers.rows import any_dask, is_dask
 from solvers.smo.prediction import kernel_expansion
 from solvers.sparse import is_scipy_sparse
@@ -83,6 +91,16 @@ def check_kernel_range(X: Any) -> None:
         raise DataError(
             f"X has entries up to {top:.3g}: kernel values x'z over its {X.shape[1]} features "
             f"overflow float64 above {limit:.3g}. Rescale the features (e.g. StandardScaler).")
+
+
+def max_kernel_diag(kernel: Kernel, X: Any) -> float:
+    """max_i k(x_i, x_i) (0 when negative: an indefinite precomputed kernel), the factor
+    between a distance in feature space and a decision value (Cauchy-Schwarz)."""
+    if kernel.name == "precomputed" and is_scipy_sparse(X):
+        diag = np.asarray(X.diagonal(), dtype=float)
+    else:
+        diag = kernel.diag(X)
+    return max(float(np.max(diag, initial=0.0)), 0.0)
 
 
 def check_n_features(X: np.ndarray, expected: int, owner: str) -> None:
@@ -247,6 +265,34 @@ class SVM(Problem):
         objective and bound: on separable data the optimum stays bounded as C grows, so 1e-6
         of P(0, 0) alone would let an answer far from it pass."""
         return objective_scale(self.natural_scale(), res.objective, res.bound)
+
+    def solution_certificate(self, res: SolveResult) -> SolutionCertificate | None:
+        """P(w, b) is 1-strongly convex in w and D(alpha) 1-strongly concave in
+        w(alpha) = sum_i alpha_i y_i phi(x_i) (both losses), so with the absolute gap
+        G = objective - bound ``||w - w*|| <= sqrt(2 G)`` for the w the result predicts with
+        (its primal w, or w(alpha)), and every training row's ``w'phi(x_i)`` is within
+        ``sqrt(2 G) sqrt(k(x_i, x_i))`` of the optimum's, in units of the margin 1. The
+        intercept is not covered: at a degenerate optimum it is not unique."""
+        distance = strong_convexity_distance(res.objective - float(res.bound), 1.0)
+        norm = self._w_norm(res)
+        diag = None if self.lazy else max_kernel_diag(self.kernel_, self._X)
+        decisions = None if diag is None else distance * np.sqrt(diag)
+        return SolutionCertificate(distance, decisions, norm, 1.0)
+
+    def _w_norm(self, res: SolveResult) -> float:
+        """||w|| of a result: its primal w, or ``sqrt(v'K v)`` with v = alpha * y, from the
+        decision values the strategy returned (``f - b = K v``) where it did, else one kernel
+        product (as the objective's own evaluation)."""
+        if res.extra.get("form") != "dual":
+            return stable_norm(np.asarray(res.x, dtype=float))
+        alpha = res.extra.get("alpha")
+        v = (res.x if alpha is None else alpha) * self.y
+        if self.kernel == "linear":
+            return stable_norm(np.asarray(self._X.T @ v).ravel())
+        f, b = res.extra.get("decision_train"), res.extra.get("b")
+        kv = np.asarray(f) - float(b) if f is not None and b is not None else \
+            self.kernel_matvec(v)
+        return float(np.sqrt(max(float(v @ kv), 0.0)))
 
     def feasible_alpha(self, alpha: np.ndarray) -> np.ndarray:
         """alpha clipped to [0, C_i] (squared hinge: to [0, inf), and 0 where C_i = 0) and then

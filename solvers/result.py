@@ -32,6 +32,19 @@ where ``bound`` is a proven lower bound on the optimum and ``scale`` the problem
 (see each problem's ``natural_scale``; e.g. the LAD objective of the best constant fit). Being
 relative to that scale, the check means the same on data rescaled by any factor."""
 
+SOLUTION_TOL = 1e-3
+"""The tolerance on the solution behind "optimal" and "certified" where the optimum is unique
+(ridge x; the SVM's and KLR's w). The certificate proves a distance d >= ||x - x*|| from the
+absolute gap G and the problem's strong convexity modulus mu, ``d = sqrt(2 G / mu)`` (see each
+problem's ``solution_certificate``), and from it a bound on how far every training row's
+decision value can be from the optimum's (ridge: the prediction; SVM / KLR: ``w'phi(x_i)``
+at the same intercept, within ``d sqrt(k(x_i, x_i))`` by Cauchy-Schwarz). The solution is
+certified when either is small: ``d <= SOLUTION_TOL ||x||``, or the decision bound within
+SOLUTION_TOL of the decision values' unit (the SVM's margin 1, one logit of KLR's loss, the
+targets' weighted standard deviation for ridge). Both ratios are invariant to rescaling of the
+data, as the gap is; the second is what predictions see when the solution itself is tiny
+(the SVM at C = 1e-10, where w is 1e-8 and the intercept decides)."""
+
 ROUNDOFF_TOL = 1e-9
 """A relative gap below ``-ROUNDOFF_TOL`` means the "bound" exceeds the objective: it is not a
 bound, and the result is a numerical error, never optimal (see :func:`roundoff_tol` for an
@@ -174,6 +187,15 @@ class SolveResult:
         tolerance the gap was checked against.
     x:
         The main solution vector (LAD beta, SVM w or alpha, KLR alpha, ridge x).
+    solution_bound, decision_bound, solution_gap, solution_unique:
+        The certificate on the solution (:func:`certify`, :data:`SOLUTION_TOL`), where the
+        optimum is unique: a proven bound on ``||x - x*||`` (ridge x; the SVM's and KLR's w in
+        feature space), a proven bound on the decision values over the training rows (ridge:
+        the predictions; SVM / KLR: ``w'phi(x_i)``, at the same intercept), and the
+        smaller of ``solution_bound / ||x||`` and ``decision_bound`` over the decision values'
+        unit (:data:`SOLUTION_TOL`), held to ``solution_tol``. ``solution_unique`` is True where
+        the problem makes the optimum unique (strong convexity), None where it is not known
+        (LAD: a linear program's optimum may be a face; only the objective is certified).
     extra:
         Other named arrays or values (``b`` / intercept, duals, ``history``, ...).
     """
@@ -194,6 +216,11 @@ class SolveResult:
     scale: float | None = None
     certificate_tol: float = CERTIFICATE_TOL
     wall_time: float = 0.0
+    solution_bound: float | None = None
+    decision_bound: float | None = None
+    solution_gap: float | None = None
+    solution_tol: float = SOLUTION_TOL
+    solution_unique: bool | None = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property
@@ -202,6 +229,14 @@ class SolveResult:
         ``certificate_tol`` of the objective, relative to the natural scale."""
         return gap_within(self.gap, self.certificate_tol,
                           roundoff_tol(self.objective, self.bound, self.scale))
+
+    @property
+    def solution_certified(self) -> bool | None:
+        """Whether the proven distance to the unique optimum is within ``solution_tol`` of the
+        solution's norm; None where no such bound applies (:attr:`solution_unique` not True)."""
+        if self.solution_gap is None:
+            return None
+        return bool(self.solution_gap <= self.solution_tol)
 
     @property
     def is_optimal(self) -> bool:
@@ -249,6 +284,10 @@ class SolveResult:
             ("Objective:", format_number(self.objective)),
             ("Bound:", format_number(self.bound)),
         ]
+        if self.solution_gap is not None:
+            left += [("Solution within:", format_number(self.solution_bound)),
+                     ("  relative:", format_number(self.solution_gap, "gap")),
+                     ("Decisions within:", format_number(self.decision_bound))]
         right = [
             ("Strategy:", self.strategy),
             ("Solver:", " ".join(s for s in (self.solver, self.solver_version) if s) or "-"),
@@ -374,12 +413,53 @@ def uncertified_reason(gap: float | None, tol: float, roundoff: float) -> str:
     return f" (relative gap {shown} above the certificate tolerance {tol:.0e})"
 
 
+def solution_relative(distance: float, norm: float, decisions: float | None = None,
+                      unit: float | None = None) -> float:
+    """The solution rule's ratio (:data:`SOLUTION_TOL`): the smaller of ``distance / norm``
+    and ``decisions / unit`` (the latter where both are given); 0 for a zero distance, inf for
+    a nonzero one with nothing to measure it against."""
+    if distance == 0.0:
+        return 0.0
+    ratios = [distance / norm if norm > 0 else float("inf")]
+    if decisions is not None and unit is not None and unit > 0:
+        ratios.append(decisions / unit)
+    return float(min(ratios))
+
+
+@dataclasses.dataclass(frozen=True)
+class SolutionCertificate:
+    """A problem's proven bounds on its solution (see :data:`SOLUTION_TOL`).
+
+    ``distance``: ``||x - x*|| <=`` this (the problem's solution norm: ridge x, SVM / KLR w);
+    ``decisions``: every training row's decision value is within this of the optimum's (None
+    where not computed); ``norm``: ``||x||`` in the same norm, the distance's reference;
+    ``unit``: the decision values' unit, the decisions' reference (None: not used)."""
+
+    distance: float
+    decisions: float | None
+    norm: float
+    unit: float | None = None
+
+    @property
+    def relative(self) -> float:
+        """:func:`solution_relative` of the four."""
+        return solution_relative(self.distance, self.norm, self.decisions, self.unit)
+
+
+def strong_convexity_distance(gap: float, modulus: float) -> float:
+    """``sqrt(2 G / mu)``: for f mu-strongly convex on a convex set with minimiser x*,
+    ``f(x) - f* >= mu/2 ||x - x*||^2``, so an absolute gap ``G >= f(x) - f*`` bounds the
+    distance (a negative round-off gap reads as 0)."""
+    return float(np.sqrt(2.0 * max(float(gap), 0.0) / modulus))
+
+
 def certify(
     res: SolveResult,
     scale: float | None,
     *,
     tol: float = CERTIFICATE_TOL,
     failure: TerminationCondition = TerminationCondition.CONVERGED,
+    solution: SolutionCertificate | None = None,
 ) -> SolveResult:
     """Apply the one certificate rule to a result whose ``objective`` and ``bound`` are set.
 
@@ -388,7 +468,16 @@ def certify(
     becomes ``failure`` (CONVERGED for a strategy that stopped on its own rule,
     NUMERICAL_ERROR for a solver whose "optimal" failed the check). A bound above the objective
     beyond round-off is a numerical error whatever was claimed.
+
+    With ``solution`` (a problem whose optimum is unique), the claim also needs the proven
+    distance to the optimum within :data:`SOLUTION_TOL` of the solution's norm, or the bound on
+    the decision values within it of their unit; a result that passes the gap but not this
+    becomes CONVERGED, with both numbers in ``raw_status``
+    (the strategy should have refined; a full solve's answer is usable but not certified).
     """
+    if solution is not None:
+        res.solution_bound, res.decision_bound = solution.distance, solution.decisions
+        res.solution_gap, res.solution_unique = solution.relative, True
     res.scale = None if scale is None else float(scale)
     res.certificate_tol = float(tol)
     if res.x is None:
@@ -397,6 +486,14 @@ def certify(
     res.termination, res.solution_status, note = verdict(
         res.termination, res.solution_status, res.gap,
         roundoff_tol(res.objective, res.bound, res.scale), tol, failure)
+    if res.termination in (TerminationCondition.OPTIMAL, TerminationCondition.CERTIFIED) \
+            and res.solution_certified is False:
+        res.termination, res.solution_status = (TerminationCondition.CONVERGED,
+                                                SolutionStatus.FEASIBLE)
+        note += (f" (objective gap certified, but the solution is proven only within "
+                 f"{res.solution_bound:.2e} of the optimum, relative "
+                 f"{res.solution_gap:.1e} (the smaller of its norm's and the decisions' unit's), "
+                 f"above the solution tolerance {res.solution_tol:.0e})")
     res.raw_status += note
     return res
 

@@ -14,6 +14,7 @@ from solvers.kernels import Kernel
 from solvers.result import (
     CERTIFICATE_TOL,
     ROUNDOFF_TOL,
+    SOLUTION_TOL,
     SolutionStatus,
     TerminationCondition,
     objective_scale,
@@ -291,7 +292,17 @@ def test_badly_scaled_equals_full_optimum(case, seed):
     if full.is_optimal:
         assert abs(res.objective - full.objective) <= 1e-7 * scale
     via = problem.solve("aid", n_clusters=16, seed=seed)
-    assert via.is_optimal and abs(via.objective - ref) <= 1e-7 * scale
+    assert abs(via.objective - ref) <= 1e-7 * scale
+    if case == "C_large":
+        # the objective (1e8) is certified; AID's gap of ~1e-12 of it is an absolute 1e-4,
+        # which proves w only within ~2 % of its norm: the solution rule (SOLUTION_TOL) fails
+        # and the problem layer says converged with both numbers (docs/index.md)
+        assert via.termination is TerminationCondition.CONVERGED, via.raw_status
+        assert via.gap <= CERTIFICATE_TOL and via.solution_gap > SOLUTION_TOL
+        w_full = full.x[:X.shape[1]]
+        assert np.linalg.norm(via.x[:X.shape[1]] - w_full) <= via.solution_bound
+    else:
+        assert via.is_optimal, via.raw_status
 
 
 @pytest.mark.parametrize("seed", range(5))

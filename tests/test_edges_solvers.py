@@ -55,7 +55,14 @@ def test_ridge_full_on_sparse_wide_centred_data_matches_svd(alpha):
     # X X' of the 20 centred rows has rank 19: Cholesky of it + 1e-16 I raised LinAlgError
     ours = RidgeRegressor(alpha=alpha, strategy="full").fit(X, y)
     ref = Ridge(alpha=alpha, solver="svd").fit(X.toarray(), y)
-    assert ours.result_.is_optimal
+    if alpha == 1e-16:
+        # the objective is certified; the solution is not provable: strong convexity 1e-16
+        # turns a gap of 1e-30 into a distance of 1e-7 (docs/index.md), so converged
+        res = ours.result_
+        assert res.termination.value == "converged" and res.gap <= 1e-6, res.raw_status
+        assert res.solution_gap > 1e-3
+    else:
+        assert ours.result_.is_optimal
     np.testing.assert_allclose(ours.coef_, ref.coef_, rtol=0, atol=1e-10)
     np.testing.assert_allclose(ours.predict(X), ref.predict(X.toarray()), rtol=0, atol=1e-10)
 

@@ -197,6 +197,7 @@ def solve_dual_batched(
     verbose: bool = False,
     cache: object | None = None,
     gap_scale: float = 0.0,
+    gap_rel: float = GAP_REL,
 ) -> BatchedDualSolution:
     """Minimise 1/2 a'Qa + p'a + sum h_i(a_i) s.t. y'a = 0, l <= a <= u by batched SMO.
 
@@ -216,7 +217,7 @@ def solve_dual_batched(
         Cap on one subproblem's pair steps (default 10 q).
     cache_mb : float
         Budget of the column cache (at least q columns are kept whatever the budget).
-    gap_scale : float
+    gap_scale, gap_rel : float
         As :func:`solvers.smo.core.solve_dual`'s (checked every GAP_EVERY outer steps).
     """
     del cache
@@ -255,7 +256,7 @@ def solve_dual_batched(
     st.n_keep, st.inner_factor, st.inner_steps = int(math.floor(keep * q)), float(inner_factor), cap
     st.shrink_every = SHRINK_EVERY if shrinking else 0
     st.min_drop, st.verbose = float(SHRINK_MIN_FRACTION), bool(verbose)
-    st.gap_scale, st.gap_rel = (float(gap_scale) if ent else 0.0), GAP_REL
+    st.gap_scale, st.gap_rel = (float(gap_scale) if ent else 0.0), float(gap_rel)
     outer, steps, status, evals, rebuilds = _batched.batched_loop(
         spec.kind, np.ascontiguousarray(spec.X, dtype=float),
         np.ascontiguousarray(spec.sqnorm, dtype=float), float(spec.gamma), float(spec.coef0),

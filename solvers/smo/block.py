@@ -349,6 +349,7 @@ def block_svm(
     lin = -np.ones_like(up)
     qmat = make_qmatrix(X, y_pm, kernel, cache_mb)
     start = _start_state(qmat, np.zeros_like(up), lin, None)
+    q_max = float(np.max(qmat.diag(), initial=0.0))
 
     def run(prev: BlockState | None, tol_: float, budget: int) -> BlockState:
         return _block_loop(qmat, y_pm, lo, up, lin, None, prev or start, q, tol_, budget,
@@ -358,7 +359,7 @@ def block_svm(
         b_ = svm_best_intercept(st.grad, y_pm, up)
         obj = _objective(st.alpha, st.grad, lin, None)
         return Certificate.of(obj, obj - svm_gap(st.alpha, st.grad, y_pm, up, b_),
-                              float(up.sum()), b_)
+                              float(up.sum()), b_, float(st.alpha @ (st.grad - lin)), q_max)
 
     st, cert, tol_met, rounds, it = refine_loop(run, certificate, run(None, tol, max_iter), tol,
                                                 max_iter, refine)

@@ -30,7 +30,16 @@ import dataclasses
 
 import numpy as np
 
-from solvers.result import CERTIFICATE_TOL, gap_within, objective_scale, roundoff_tol, verdict
+from solvers.result import (
+    CERTIFICATE_TOL,
+    SOLUTION_TOL,
+    gap_within,
+    objective_scale,
+    roundoff_tol,
+    solution_relative,
+    strong_convexity_distance,
+    verdict,
+)
 from solvers.special import expit, xlogy
 
 REFINE_ROUNDS = 6
@@ -158,34 +167,76 @@ def klr_scale(lam: float, C: np.ndarray, lower: np.ndarray, upper: np.ndarray) -
 # ---------------------------------------------------------------------------- stopping record
 @dataclasses.dataclass
 class Certificate:
-    """The gap at SMO's final iterate: ``gap = (objective - bound) / scale``."""
+    """The gap at SMO's final iterate: ``gap = (objective - bound) / scale``; with
+    ``w_norm2 = alpha'Q alpha = ||w(alpha)||^2`` and ``q_max = max_i Q_ii = max_i k(x_i, x_i)``,
+    also the solution's: both duals are 1-strongly convex in w(alpha), so
+    ``||w(alpha) - w*|| <= d = sqrt(2 (objective - bound))`` and every training row's
+    ``w'phi(x_i)`` is within ``d sqrt(q_max)`` of the optimum's. The solution rule (the problem
+    layer's, :func:`solvers.result.solution_relative`) holds when d is within
+    :data:`solvers.result.SOLUTION_TOL` of ``||w(alpha)||`` or ``d sqrt(q_max)`` within it of
+    the loss's unit (the margin 1 of the hinge, one logit of the logistic loss)."""
 
     objective: float
     bound: float
     scale: float
     b: float
+    w_norm2: float | None = None
+    q_max: float | None = None
 
     @classmethod
-    def of(cls, objective: float, bound: float, natural: float, b: float) -> Certificate:
+    def of(cls, objective: float, bound: float, natural: float, b: float,
+           w_norm2: float | None = None, q_max: float | None = None) -> Certificate:
         """The certificate at the gap scale :func:`solvers.result.objective_scale` of the
         natural scale (sum C_i, or KLR's P(0, 0)) and the objective and bound, which is the
         problem layer's: SMO refines until the gap the user will be shown holds."""
-        return cls(objective, bound, objective_scale(natural, objective, bound), b)
+        return cls(objective, bound, objective_scale(natural, objective, bound), b, w_norm2,
+                   q_max)
 
     @property
     def gap(self) -> float:
         return (self.objective - self.bound) / self.scale
 
     @property
+    def distance(self) -> float:
+        """The proven ``||w(alpha) - w*||``, sqrt(2 (objective - bound))."""
+        return strong_convexity_distance(self.objective - self.bound, 1.0)
+
+    @property
+    def solution_holds(self) -> bool:
+        """The solution rule (True without ``w_norm2``)."""
+        if self.w_norm2 is None:
+            return True
+        decisions = None if self.q_max is None else self.distance * np.sqrt(self.q_max)
+        relative = solution_relative(self.distance, float(np.sqrt(max(self.w_norm2, 0.0))),
+                                     decisions, 1.0)
+        return relative <= SOLUTION_TOL
+
+    @property
     def holds(self) -> bool:
         """The one certificate rule (:func:`solvers.result.gap_within`): at most
-        CERTIFICATE_TOL and not negative beyond round-off (a "bound" above the objective)."""
-        return gap_within(self.gap, CERTIFICATE_TOL, self.roundoff)
+        CERTIFICATE_TOL and not negative beyond round-off (a "bound" above the objective),
+        and the solution rule (:attr:`solution_holds`)."""
+        return gap_within(self.gap, CERTIFICATE_TOL, self.roundoff) and self.solution_holds
 
     @property
     def roundoff(self) -> float:
         """The gap's round-off allowance (:func:`solvers.result.roundoff_tol`)."""
         return roundoff_tol(self.objective, self.bound, self.scale)
+
+    def gap_rel_target(self, default: float) -> float:
+        """The relative gap an in-loop gap stop should aim at so that both rules hold: the
+        solution rule needs ``objective - bound <= SOLUTION_TOL^2 max(||w||^2, 1 / q_max) / 2``,
+        i.e. a relative gap of that over ``scale`` (with a 0.9 margin, as the loop's own
+        GAP_STOP_SHARE), when it is smaller than ``default``."""
+        if self.w_norm2 is None:
+            return default
+        reach = max(self.w_norm2, 0.0)
+        if self.q_max is not None and self.q_max > 0.0:
+            reach = max(reach, 1.0 / self.q_max)
+        if reach <= 0.0:
+            return default
+        need = 0.9 * 0.5 * SOLUTION_TOL ** 2 * reach / self.scale
+        return max(min(default, need), 1e-15)
 
 
 def refine_loop(solve, certificate, state, tol: float, max_iter: int, refine: bool):

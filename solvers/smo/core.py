@@ -366,6 +366,7 @@ def solve_dual(
     cache: ColumnCache | None = None,
     working_set: int = 2,
     gap_scale: float = 0.0,
+    gap_rel: float = GAP_REL,
     time_limit: float | None = None,
 ) -> DualSolution:
     """Minimise 1/2 a'Qa + p'a + sum h_i(a_i) s.t. y'a = 0, l <= a <= u by SMO.
@@ -413,6 +414,10 @@ def solve_dual(
         gap scale min(gap_scale, |f|, |bound|) (``gap_scale`` = the natural scale P(0, 0)),
         before the violation reaches ``tol``; the result then has ``gap_stopped`` set and counts
         as converged. 0: stop at ``tol`` only.
+    gap_rel : float
+        The relative gap of that stop (default GAP_REL); a run continued because the
+        solution's distance was not yet certified asks for less
+        (:meth:`solvers.smo.certificate.Certificate.gap_rel_target`).
     time_limit : float, optional
         Seconds after which the pairwise loop stops (``time_limited`` set, not converged).
         None: no limit.
@@ -428,7 +433,7 @@ def solve_dual(
             qmat, y, lower, upper, linear, entropy_C=entropy_C, alpha0=alpha0, qa0=qa0, tol=tol,
             max_iter=max_iter, working_set=working_set, cache_dtype=cache_dtype,
             cache_mb=getattr(qmat, "cache_mb", 200.0), shrinking=shrinking, verbose=verbose,
-            gap_scale=gap_scale)
+            gap_scale=gap_scale, gap_rel=gap_rel)
     y = np.ascontiguousarray(y, dtype=float)
     lo = np.ascontiguousarray(lower, dtype=float)
     up = np.ascontiguousarray(upper, dtype=float)
@@ -457,7 +462,7 @@ def solve_dual(
     it, status, n_rebuild, n_kernel = _smo.solve(
         cache.columns, y, lo, up, lin, cent, qd, ent, alpha, beta, grad, cache.gbar, warm,
         float(tol), int(max_iter), bool(shrinking), bool(verbose), trace_it, trace_v,
-        gap_scale, GAP_REL, float(time_limit) if time_limit is not None else 0.0,
+        gap_scale, float(gap_rel), float(time_limit) if time_limit is not None else 0.0,
     )
     cache.ended_at(alpha, lo, up)
     m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)

@@ -63,6 +63,7 @@ from solvers.smo.certificate import (
     stopping_rule,
 )
 from solvers.smo.core import (
+    GAP_REL,
     DualSolution,
     auto_working_set,
     entropy_terms,
@@ -268,19 +269,24 @@ def solve_klr_problem(
     gap_scale = (klr_scale(lam, prob.C, prob.lower, prob.upper)
                  if tol_requested is None and not exact else 0.0)
 
+    certs: list[Certificate] = []
+
     def run(prev: DualSolution | None, tol_: float, budget: int) -> DualSolution:
         a0, q0 = (start, qa0) if prev is None else (prev.alpha, prev.qa)
+        # a continued run aims its gap stop at what the solution rule needs (Certificate)
+        gap_rel = certs[-1].gap_rel_target(GAP_REL) if prev is not None and certs else GAP_REL
         runs.append(solve_dual(prob.qmat, yk, prob.lower, prob.upper, lin, entropy_C=prob.C,
                                alpha0=a0, qa0=q0, tol=tol_, max_iter=budget,
                                shrinking=shrinking, cache_dtype=dtype, verbose=verbose,
                                cache=None if prev is None else prev.cache, working_set=q,
-                               gap_scale=gap_scale))
+                               gap_scale=gap_scale, gap_rel=gap_rel))
         return runs[-1]
 
     def certificate(sol: DualSolution) -> Certificate:
         if exact:  # float32 columns: certify from Q alpha recomputed in float64
             _recompute_exactly(prob, lam, sol)
-        return klr_certificate(prob, lam, sol)
+        certs.append(klr_certificate(prob, lam, sol))
+        return certs[-1]
 
     first = run(None, tol, max_iter)
     sol, cert, tol_met, rounds, iters = refine_loop(
@@ -324,7 +330,8 @@ def klr_certificate_at(prob: KLRProblem, lam: float, alpha: np.ndarray, qa: np.n
     args = (prob.yk, lam, prob.C, prob.lower, prob.upper)
     b = klr_best_intercept(qa, *args, b0)
     bound = -klr_primal(alpha, qa, *args, b)
-    return Certificate.of(objective, bound, klr_scale(lam, prob.C, prob.lower, prob.upper), b)
+    return Certificate.of(objective, bound, klr_scale(lam, prob.C, prob.lower, prob.upper), b,
+                          float(alpha @ qa), float(np.max(prob.qmat.diag(), initial=0.0)))
 
 
 def pilot_start(prob: KLRProblem, lam: float) -> np.ndarray:

@@ -172,6 +172,7 @@ def smo_svm(
     build = time.perf_counter() - t0
 
     lin = -np.ones_like(up)
+    q_max = float(np.max(qmat.diag(), initial=0.0))
 
     rounds_run: list[DualSolution] = []
 
@@ -187,7 +188,7 @@ def smo_svm(
     def certificate(s: DualSolution) -> Certificate:
         b_ = svm_best_intercept(s.grad, yk, up)
         return Certificate.of(s.objective, s.objective - svm_gap(s.alpha, s.grad, yk, up, b_),
-                              float(up.sum()), b_)
+                              float(up.sum()), b_, float(s.alpha @ s.qa), q_max)
 
     first = run(None, tol, max_iter)
     sol, cert, tol_met, rounds, iters = refine_loop(run, certificate, first, tol, max_iter, refine)
