@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 from solvers import interrupt
-from solvers.errors import SolveError
+from solvers.errors import SubproblemError
 from solvers.options import FULL, OptionTable, validate_options
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
 
@@ -141,8 +141,10 @@ def run_strategy(
     On Dask data, ``scheduler`` ("threads", "processes", "synchronous" or an address
     "tcp://host:port") or ``client`` (a ``dask.distributed.Client``) says where the chunk-wise
     passes run (default: the active Dask scheduler); see :func:`dask_scheduler`.
-    A strategy's internal RuntimeError (e.g. a subproblem the backend could not solve) gives
-    a NUMERICAL_ERROR result without a solution whose ``raw_status`` is the message. Ctrl-C
+    A :class:`~solvers.errors.SubproblemError` (a decomposition strategy's subsolver failed on a
+    subproblem) gives a NUMERICAL_ERROR result without a solution whose ``raw_status`` is the
+    message; any other exception (a bug such as NotImplementedError or RecursionError, or
+    another SolveError) propagates unchanged. Ctrl-C
     during the run stops the strategy at its next check with termination INTERRUPTED and the
     best point so far (:mod:`solvers.interrupt`; a second Ctrl-C raises KeyboardInterrupt)."""
     t0 = time.perf_counter()
@@ -153,9 +155,7 @@ def run_strategy(
     with dask_scheduler(scheduler, client), interrupt.interruptible():
         try:
             result = runner(problem, **options)
-        except SolveError:
-            raise
-        except RuntimeError as exc:
+        except SubproblemError as exc:
             result = _failed(exc)
         result.strategy = strategy
         if verify == "independent" and strategy != "full":
@@ -169,10 +169,13 @@ def run_strategy(
     return result
 
 
-def _failed(exc: RuntimeError) -> SolveResult:
+def _failed(exc: SubproblemError) -> SolveResult:
+    """The NUMERICAL_ERROR result, without a solution, of a strategy whose subproblem failed;
+    ``raw_status`` is the error's message, ``solver`` its subsolver."""
     return SolveResult(
         TerminationCondition.NUMERICAL_ERROR,
         SolutionStatus.NO_SOLUTION,
+        solver=exc.solver,
         raw_status=f"{type(exc).__name__}: {exc}",
     )
 

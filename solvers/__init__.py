@@ -10,6 +10,7 @@ from solvers.errors import (
     LimitReachedError,
     NumericalError,
     SolveError,
+    SubproblemError,
     UnboundedError,
 )
 from solvers.kernels import Kernel
@@ -25,6 +26,7 @@ __all__ = [
     "SolutionStatus",
     "SolveError",
     "SolveResult",
+    "SubproblemError",
     "TerminationCondition",
     "UnboundedError",
 ]

@@ -34,6 +34,14 @@ STATUS_MAP = {
 }
 
 
+def clarabel_termination(solution: Any) -> tuple[T, str]:
+    """``(termination, raw status name)`` of a ``clarabel.DefaultSolution``, through
+    :data:`STATUS_MAP` (an unlisted status is ERROR): the one map of Clarabel's status, for
+    the monolithic solve and every subproblem solve."""
+    raw = str(solution.status).split(".")[-1]
+    return STATUS_MAP.get(raw, T.ERROR), raw
+
+
 class ClarabelBackend:
     """Clarabel: LP and QP natively, exponential-cone models through CVXPY."""
 
@@ -84,8 +92,7 @@ class ClarabelBackend:
         t0 = time.perf_counter()
         sol = clarabel.DefaultSolver(P, qp.c, sp.csc_matrix(A), b, cones, settings).solve()
         elapsed = time.perf_counter() - t0
-        raw = str(sol.status).split(".")[-1]
-        term = STATUS_MAP.get(raw, T.ERROR)
+        term, raw = clarabel_termination(sol)
         x = np.asarray(sol.x, dtype=float)
         z = np.asarray(sol.z, dtype=float)
         y = np.zeros(qp.n_rows)

@@ -53,5 +53,22 @@ class NumericalError(SolveError):
     """The solver failed numerically, or its 'optimal' did not pass the toolkit's check."""
 
 
+class SubproblemError(SolveError):
+    """A subproblem solve inside a decomposition strategy (AID, block SMO) failed.
+
+    The subsolver (HiGHS, Clarabel, the block interior point) ended a subproblem with a status
+    other than optimal, so the strategy cannot continue from a point it trusts. Carries
+    ``strategy``, ``subsolver`` (as ``solver``), ``raw_status`` (the subsolver's own words) and
+    ``termination``. What to do: solve the problem with ``strategy='full'``, or choose another
+    subsolver (``subsolver=`` of AID-SVM, ``solver=`` of block SMO); rescaling the data nearer
+    1 often helps too. :func:`optmodels.strategies.run_strategy` turns it into a
+    ``numerical_error`` result whose ``raw_status`` is this message.
+    """
+
+    def __init__(self, message: str, *, strategy: str = "", **kwargs: object) -> None:
+        super().__init__(message, **kwargs)  # type: ignore[arg-type]
+        self.strategy = strategy
+
+
 class ExportError(ValueError):
     """A model cannot be written in the requested format; the message says which format can."""

@@ -43,6 +43,15 @@ STATUS_MAP = {
 }
 
 
+def highs_termination(h: Any) -> tuple[T, str]:
+    """``(termination, raw status name)`` of the last run of the ``highspy.Highs`` ``h``,
+    through :data:`STATUS_MAP` (an unlisted status is ERROR): the one map of HiGHS's model
+    status, for the monolithic solve and every subproblem solve."""
+    status = h.getModelStatus()
+    raw = status.name if hasattr(status, "name") else str(status)
+    return STATUS_MAP.get(raw, T.ERROR), raw
+
+
 _BANNER_SILENCED = False
 
 
@@ -154,9 +163,7 @@ class HighsBackend:
         t0 = time.perf_counter()
         _run(h)
         elapsed = time.perf_counter() - t0
-        status = h.getModelStatus()
-        raw = status.name if hasattr(status, "name") else str(status)
-        term = STATUS_MAP.get(raw, T.ERROR)
+        term, raw = highs_termination(h)
         sol = h.getSolution()
         info = h.getInfo()
         x = np.array(sol.col_value) if sol.value_valid and len(sol.col_value) == qp.n_cols else None

@@ -389,15 +389,21 @@ def test_pure_clusters_with_a_gap_are_a_numerical_error(monkeypatch):
     assert res.objective == pytest.approx(lad_reference(X, y), rel=1e-9)
 
 
-def test_solver_failure_is_a_result_not_an_exception(monkeypatch):
-    """HiGHS's status goes through STATUS_MAP: a kSolveError gives NUMERICAL_ERROR, no
-    solution, the raw status and a hint, with no exception."""
+def test_solver_failure_is_a_subproblem_error(monkeypatch):
+    """HiGHS's status goes through the backend's map: a kSolveError of the aggregated LP
+    raises SubproblemError naming the status, the iteration and a hint; through the problem
+    (run_strategy) it is a NUMERICAL_ERROR result without a solution carrying that message."""
     from solvers.aid import lad_lp
+    from solvers.errors import SubproblemError
+    from solvers.highs_backend import STATUS_MAP
 
     monkeypatch.setattr(lad_lp, "read_outcome", lambda h, q: lad_lp.LpOutcome(
-        lad_lp.STATUS_MAP["kSolveError"], "kSolveError"))
+        STATUS_MAP["kSolveError"], "kSolveError"))
     X, y, _ = make_lad(14, kind="plain")
-    res = aid_lad(X, y, n_clusters=12, sift=False, init="band")  # (band: the simplex path)
+    with pytest.raises(SubproblemError, match="kSolveError") as info:
+        aid_lad(X, y, n_clusters=12, sift=False, init="band")  # (band: the simplex path)
+    assert "iteration 1" in str(info.value) and "strategy='full'" in str(info.value)
+    res = LAD(X, y).solve("aid", n_clusters=12, sift=False, init="band")
     assert res.termination is TerminationCondition.NUMERICAL_ERROR
     assert res.solution_status is SolutionStatus.NO_SOLUTION and res.x is None
     assert "kSolveError" in res.raw_status and "iteration 1" in res.raw_status

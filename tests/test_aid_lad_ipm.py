@@ -181,10 +181,13 @@ def test_default_path_equals_the_primal_lp(kind):
     assert res.objective == pytest.approx(lad_reference(X, y, s), rel=1e-9)
 
 
-def test_interior_point_failure_falls_back_or_is_a_status(monkeypatch):
+def test_interior_point_failure_falls_back_or_is_a_subproblem_error(monkeypatch):
     """A stalled interior point hands its LP to the simplex (same certified optimum); when
-    that fails too, AID ends NUMERICAL_ERROR with no solution and both reasons."""
+    that fails too, AID raises SubproblemError, and the problem's solve ends NUMERICAL_ERROR
+    with no solution and both reasons."""
     import solvers.aid.fn_lp as fn_lp
+    from optmodels.lad import LAD
+    from solvers.errors import SubproblemError
 
     X, y, _ = make_lad(4, n=3000)
     monkeypatch.setattr(fn_lp, "frisch_newton",
@@ -195,7 +198,9 @@ def test_interior_point_failure_falls_back_or_is_a_status(monkeypatch):
     assert res.objective == pytest.approx(lad_reference(X, y), rel=1e-9)
     monkeypatch.setattr(fn_lp, "read_outcome", lambda h, q: fn_lp.LpOutcome(
         TerminationCondition.NUMERICAL_ERROR, "kSolveError"))
-    res = aid_lad(X, y)
+    with pytest.raises(SubproblemError, match="Frisch-Newton.*kSolveError"):
+        aid_lad(X, y)
+    res = LAD(X, y).solve("aid")
     assert res.termination is TerminationCondition.NUMERICAL_ERROR
     assert res.solution_status is SolutionStatus.NO_SOLUTION and res.x is None
     assert "Frisch-Newton" in res.raw_status and "kSolveError" in res.raw_status

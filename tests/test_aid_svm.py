@@ -354,14 +354,19 @@ def test_pure_clusters_with_a_gap_are_a_numerical_error(monkeypatch, kernel):
 
 
 def test_almost_solved_is_not_accepted(monkeypatch):
-    """Clarabel's AlmostSolved maps to numerical_error (the backend's STATUS_MAP): AID returns
-    a NUMERICAL_ERROR result naming the status, with no exception."""
+    """Clarabel's AlmostSolved maps to numerical_error (the backend's STATUS_MAP): AID raises
+    SubproblemError naming the status; the problem's solve returns a NUMERICAL_ERROR result
+    naming it."""
     from solvers.aid import svm_qp
+    from solvers.clarabel_backend import STATUS_MAP
+    from solvers.errors import SubproblemError
 
-    monkeypatch.setattr(svm_qp, "_clarabel_status", lambda sol: (
-        svm_qp.CLARABEL_STATUS["AlmostSolved"], "AlmostSolved"))
+    monkeypatch.setattr(svm_qp, "clarabel_termination", lambda sol: (
+        STATUS_MAP["AlmostSolved"], "AlmostSolved"))
     X, y, s = make_svm(10, n=200)
-    res = aid_svm(X, y, C=1.0, n_clusters=8)
+    with pytest.raises(SubproblemError, match="AlmostSolved"):
+        aid_svm(X, y, C=1.0, n_clusters=8)
+    res = SVM(X, y, C=1.0).solve("aid", n_clusters=8)
     assert res.termination is TerminationCondition.NUMERICAL_ERROR
     assert res.solution_status is SolutionStatus.NO_SOLUTION and res.x is None
     assert "AlmostSolved" in res.raw_status

@@ -247,15 +247,16 @@ def test_internal_error_is_one_line_and_a_log_file():
     os.unlink(log)
 
 
-def test_strategy_runtime_error_is_a_numerical_error_result(monkeypatch):
+def test_strategy_subproblem_error_is_a_numerical_error_result(monkeypatch):
     from optmodels import strategies
     from optmodels.svm import SVM
+    from solvers.errors import SubproblemError
     from solvers.result import TerminationCondition
 
     strategies._load()
 
     def failing(problem, **options):
-        raise RuntimeError("HiGHS QP subproblem ended with kSolveError")
+        raise SubproblemError("HiGHS QP subproblem ended with kSolveError", strategy="block")
 
     monkeypatch.setitem(strategies._REGISTRY["svm"], "block", failing)
     rng = np.random.default_rng(0)

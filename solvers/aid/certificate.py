@@ -21,12 +21,6 @@ from solvers.result import (
     roundoff_tol,
 )
 
-_PASSED_ON = {
-    TerminationCondition.TIME_LIMIT: TerminationCondition.TIME_LIMIT,
-    TerminationCondition.ITERATION_LIMIT: TerminationCondition.ITERATION_LIMIT,
-    TerminationCondition.ERROR: TerminationCondition.ERROR,
-}
-
 
 def pure_verdict(
     E_best: float, F: float, scale: float, it: int, what: str, diagnosis: Callable[[], str]
@@ -43,9 +37,3 @@ def pure_verdict(
         f"{diagnosis()}"
     )
 
-
-def subproblem_failure(term: TerminationCondition) -> TerminationCondition:
-    """The termination of AID when its aggregated problem (always feasible and bounded) ended
-    with ``term`` instead of OPTIMAL: limits and plain errors pass on; anything else
-    (infeasible, unbounded, a numerical error, optimal without a solution) is numerics."""
-    return _PASSED_ON.get(term, TerminationCondition.NUMERICAL_ERROR)

@@ -308,9 +308,14 @@ def pk_fit(Xs: np.ndarray, ys: np.ndarray, ss: np.ndarray, fit_intercept: bool,
     p = Xs.shape[1]
     if Xs.shape[0] > PK_AID_ROWS:
         from solvers.aid.lad import aid_lad
+        from solvers.errors import SubproblemError
 
-        res = aid_lad(Xs, ys, sample_weight=ss, fit_intercept=fit_intercept, quantile=quantile)
-        if res.termination is TerminationCondition.CERTIFIED:
+        try:
+            res = aid_lad(Xs, ys, sample_weight=ss, fit_intercept=fit_intercept,
+                          quantile=quantile)
+        except SubproblemError:  # its aggregated LP failed: the interior point below decides
+            res = None
+        if res is not None and res.termination is TerminationCondition.CERTIFIED:
             return np.asarray(res.x, dtype=float), float(res.extra["intercept"])
     A = np.column_stack([Xs, np.ones(Xs.shape[0])]) if fit_intercept else Xs
     out = IpmLadLP(A * ss[:, None], ss * ys, box=quantile_box(quantile)).solve()

@@ -66,10 +66,17 @@ import numpy as np
 
 from solvers import interrupt
 from solvers.aid.aggregation import Aggregate, aggregate, split_by_rule
-from solvers.aid.certificate import pure_verdict, subproblem_failure
+from solvers.aid.certificate import pure_verdict
 from solvers.aid.clustering import LAD_METHODS, lad_clusters, pk_start
 from solvers.aid.fn_lp import IpmLadLP, heavy_clusters
-from solvers.aid.lad_lp import AggregatedLadLP, SiftedLadLP, lad_dual_lp, new_highs, quantile_box
+from solvers.aid.lad_lp import (
+    AggregatedLadLP,
+    LpOutcome,
+    SiftedLadLP,
+    lad_dual_lp,
+    new_highs,
+    quantile_box,
+)
 from solvers.aid.scaling import LadScaling, worst_scaled
 from solvers.aid.screening import MarginScreen, pure_part
 from solvers.errors import DataError
@@ -80,6 +87,7 @@ from solvers.result import (
     certify,
 )
 from solvers.rows import LadRows, any_dask
+from solvers.subproblem import USER_STOPS, check_subproblem
 from solvers.validation import (
     check_array,
     check_choice,
@@ -460,12 +468,11 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
         t_lp = time.perf_counter() - t_lp
         st["lp_time"] += t_lp
         st["raw"] = out.raw
-        if out.termination is not TerminationCondition.OPTIMAL or out.v is None:
-            st["termination"] = subproblem_failure(out.termination)
-            st["raw"] = f"aggregated LP of iteration {it}: HiGHS {out.raw}"
-            if st["termination"] is TerminationCondition.NUMERICAL_ERROR:
-                st["raw"] += "; " + _diagnosis(data)
+        if out.termination in USER_STOPS:  # the user's time limit or Ctrl-C: keep the best
+            st["termination"] = out.termination
+            st["raw"] = f"aggregated LP of iteration {it}: {out.raw}"
             break
+        _check_lp(out, it, lp_solver, data)
         if callback is not None:
             callback(it, _original_model(agg, fit_intercept, sc, box), agg.labels)
         SXa, coef = _with_intercept(agg, fit_intercept), out.coef
@@ -592,6 +599,24 @@ class _Evaluation:
         self.screen.grow(new_ids.shape[0], changed, lab, rows)
         self.screen.record(changed, lab, self.r[rows], coef, self.tol)
         return old_ids, new_ids
+
+
+LP_SUBSOLVER_NAMES = {
+    "simplex": "HiGHS (dual simplex)",
+    "ipm": "the Frisch-Newton interior point (HiGHS simplex as its fallback)",
+}
+
+
+def _check_lp(out: LpOutcome, it: int, lp_solver: str, data: Any) -> None:
+    """SubproblemError unless the aggregated LP of iteration ``it`` ended optimal with a
+    solution; the message names the LP solver, its status and what is badly scaled."""
+    term, raw = out.termination, out.raw
+    if term is TerminationCondition.OPTIMAL and out.v is None:
+        term, raw = TerminationCondition.NUMERICAL_ERROR, f"{raw} without a solution"
+    other = "simplex" if lp_solver == "ipm" else "ipm"
+    check_subproblem(term, raw, strategy="aid", subsolver=LP_SUBSOLVER_NAMES[lp_solver],
+                     what=f"the aggregated LP of iteration {it}",
+                     fix=f"{_diagnosis(data)}; or try lp={other!r}")
 
 
 def _diagnosis(data: LadRows) -> str:

@@ -39,7 +39,7 @@ import time
 import highspy
 import numpy as np
 
-from solvers.highs_backend import STATUS_MAP
+from solvers.highs_backend import highs_termination
 from solvers.highs_backend import new_highs as quiet_highs
 from solvers.result import TerminationCondition
 
@@ -188,9 +188,10 @@ class AggregatedLadLP(_BoxedLP):
 
 @dataclasses.dataclass
 class LpOutcome:
-    """One run of the aggregated LP: the termination (through the HiGHS backend's
-    ``STATUS_MAP``), HiGHS's raw status name, and the solution when HiGHS returned one: ``coef``
-    the row duals (beta, then the intercept), ``v`` the column values."""
+    """One run of the aggregated LP: the termination (through the HiGHS backend's status map,
+    :func:`~solvers.highs_backend.highs_termination`), HiGHS's raw status name, and the
+    solution when HiGHS returned one: ``coef`` the row duals (beta, then the intercept), ``v``
+    the column values."""
 
     termination: TerminationCondition
     raw: str
@@ -200,9 +201,7 @@ class LpOutcome:
 
 def read_outcome(h: highspy.Highs, q: int) -> LpOutcome:
     """The termination and, when both are valid and complete, the primal and dual solution."""
-    status = h.getModelStatus()
-    raw = status.name if hasattr(status, "name") else str(status)
-    out = LpOutcome(STATUS_MAP.get(raw, TerminationCondition.ERROR), raw)
+    out = LpOutcome(*highs_termination(h))
     sol = h.getSolution()
     if sol.value_valid and sol.dual_valid and len(sol.row_dual) == q:
         out.coef = np.array(sol.row_dual, dtype=np.float64)

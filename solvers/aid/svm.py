@@ -45,10 +45,11 @@ import scipy.sparse as sp
 
 from solvers import interrupt
 from solvers.aid.aggregation import aggregate
-from solvers.aid.certificate import pure_verdict, subproblem_failure
+from solvers.aid.certificate import pure_verdict
 from solvers.aid.clustering import SVM_METHODS, subsample, svm_clusters
 from solvers.aid.scaling import pow2_factor, worst_scaled
 from solvers.aid.svm_qp import (
+    SUBSOLVER_NAMES,
     SUBSOLVERS,
     QpOutcome,
     best_intercept,
@@ -67,6 +68,7 @@ from solvers.result import (
     objective_scale,
 )
 from solvers.rows import SvmRows, any_dask
+from solvers.subproblem import USER_STOPS, check_subproblem
 from solvers.validation import (
     check_array,
     check_choice,
@@ -301,6 +303,8 @@ class _KernelModel:
     """Any kernel: aggregated dual on Kbar = D^-1 M K M' D^-1 (M[k, i] = s_i for i in C_k),
     solved for alpha' = sigma alpha (Hessian Qbar / sigma, box sigma C W_k)."""
 
+    subsolver = "clarabel"
+
     def __init__(self, X: np.ndarray, rows: SvmRows, kernel: Kernel, sigma: float) -> None:
         self.X = X
         self.kernel = kernel
@@ -398,12 +402,11 @@ def _run(model, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbose, t0,
         out, sol, half_sq, F = model.solve(agg, yk, C, remaining)
         t_qp = time.perf_counter() - t_qp
         st["raw"] = out.raw
-        if out.termination is not TerminationCondition.OPTIMAL or sol is None:
-            st["termination"] = subproblem_failure(out.termination)
+        if out.termination in USER_STOPS:  # the user's time limit or Ctrl-C: keep the best
+            st["termination"] = out.termination
             st["raw"] = f"aggregated QP of iteration {it}: {out.raw}"
-            if st["termination"] is TerminationCondition.NUMERICAL_ERROR:
-                st["raw"] += "; " + _diagnosis(model, C)
             break
+        _check_qp(out, sol, it, model, C)
         hinge, mixed, state = model.evaluate(sol, agg, tol)
         E = half_sq + C * hinge
         st["F"] = max(st["F"], F)  # every F^t is a valid bound, so is their maximum
@@ -433,6 +436,20 @@ def _run(model, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbose, t0,
         model.rows.split(agg, mixed, state, refine)
     st["iterations"] = len(st["history"])
     return st
+
+
+def _check_qp(out: QpOutcome, sol: Any, it: int, model: Any, C: float) -> None:
+    """SubproblemError unless the aggregated QP of iteration ``it`` ended optimal with a
+    solution; the message names the subsolver, its status and what is badly scaled."""
+    term, raw = out.termination, out.raw
+    if term is TerminationCondition.OPTIMAL and sol is None:
+        term, raw = TerminationCondition.NUMERICAL_ERROR, f"{raw} without a finite solution"
+    other = [name for name in SUBSOLVERS if name != model.subsolver]
+    switch = (f"try subsolver={other[0]!r}" if isinstance(model, _LinearModel)
+              else "the kernel dual has no other subsolver")
+    check_subproblem(term, raw, strategy="aid", subsolver=SUBSOLVER_NAMES[model.subsolver],
+                     what=f"the aggregated QP of iteration {it}",
+                     fix=f"{_diagnosis(model, C)}; {switch}")
 
 
 def _diagnosis(model, C: float) -> str:

@@ -14,9 +14,11 @@ Any kernel, dual (paper appendix B), with Kbar_kl = sum_{i in C_k, j in C_l} s_i
 
     min_alpha  1/2 alpha' Qbar alpha - sum_k alpha_k   s.t.  y' alpha = 0,  0 <= alpha_k <= C W_k.
 
-Solver statuses go through the backends' ``STATUS_MAP`` (Clarabel's ``AlmostSolved`` is a
-numerical error there). The dual's intercept b is recovered by :func:`best_intercept` (an exact
-1-D minimisation), which needs no sign convention of the solver's equality dual.
+Solver statuses go through the backends' status maps (``clarabel_termination``,
+``highs_termination``; Clarabel's ``AlmostSolved`` is a numerical error there); the AID loop
+raises :class:`~solvers.errors.SubproblemError` on anything but optimal or the user's stop.
+The dual's intercept b is recovered by :func:`best_intercept` (an exact 1-D minimisation),
+which needs no sign convention of the solver's equality dual.
 """
 
 from __future__ import annotations
@@ -28,12 +30,12 @@ import highspy
 import numpy as np
 import scipy.sparse as sp
 
-from solvers.clarabel_backend import STATUS_MAP as CLARABEL_STATUS
-from solvers.highs_backend import STATUS_MAP as HIGHS_STATUS
-from solvers.highs_backend import new_highs
+from solvers.clarabel_backend import clarabel_termination
+from solvers.highs_backend import highs_termination, new_highs
 from solvers.result import TerminationCondition
 
 SUBSOLVERS = ("clarabel", "highs")
+SUBSOLVER_NAMES = {"clarabel": "Clarabel", "highs": "HiGHS (active-set QP)"}
 
 
 def _clarabel_settings(tol: float, time_limit: float | None) -> clarabel.DefaultSettings:
@@ -51,7 +53,7 @@ def _clarabel_settings(tol: float, time_limit: float | None) -> clarabel.Default
 
 @dataclasses.dataclass
 class QpOutcome:
-    """One aggregated solve: the termination (through the backend's ``STATUS_MAP``), the raw
+    """One aggregated solve: the termination (through the backend's status map), the raw
     status name, and the solution when the solver returned one: ``w``, ``b`` (linear primal) and
     ``alpha`` (the margin-row multipliers, or the dual variables of the kernel dual)."""
 
@@ -60,11 +62,6 @@ class QpOutcome:
     w: np.ndarray | None = None
     b: float = 0.0
     alpha: np.ndarray | None = None
-
-
-def _clarabel_status(sol: object) -> tuple[TerminationCondition, str]:
-    raw = str(sol.status).split(".")[-1]
-    return CLARABEL_STATUS.get(raw, TerminationCondition.ERROR), raw
 
 
 def feasible_alpha(alpha: np.ndarray, yk: np.ndarray, box: np.ndarray) -> np.ndarray:
@@ -133,7 +130,7 @@ def linear_svm_primal(
         P, q, A, bvec, [clarabel.NonnegativeConeT(2 * K)], _clarabel_settings(tol, time_limit)
     )
     sol = solver.solve()
-    term, raw = _clarabel_status(sol)
+    term, raw = clarabel_termination(sol)
     x, z = np.array(sol.x), np.array(sol.z)
     if x.shape[0] != p + 1 + K or z.shape[0] != 2 * K or not np.all(np.isfinite(x)):
         return QpOutcome(term, raw)
@@ -175,9 +172,7 @@ def _linear_highs(
     model.hessian_ = hess
     h.passModel(model)
     h.run()
-    status = h.getModelStatus()
-    raw = status.name if hasattr(status, "name") else str(status)
-    term = HIGHS_STATUS.get(raw, TerminationCondition.ERROR)
+    term, raw = highs_termination(h)
     sol = h.getSolution()
     if not (sol.value_valid and sol.dual_valid and len(sol.col_value) == nv):
         return QpOutcome(term, raw)
@@ -205,7 +200,7 @@ def kernel_svm_dual(
     cones = [clarabel.ZeroConeT(1), clarabel.NonnegativeConeT(2 * K)]
     solver = clarabel.DefaultSolver(P, q, A, bvec, cones, _clarabel_settings(tol, time_limit))
     sol = solver.solve()
-    term, raw = _clarabel_status(sol)
+    term, raw = clarabel_termination(sol)
     alpha = np.array(sol.x)
     if alpha.shape[0] != K or not np.all(np.isfinite(alpha)):
         return QpOutcome(term, raw)

@@ -67,7 +67,9 @@ import dataclasses
 import numpy as np
 import scipy.linalg
 
+from solvers.result import TerminationCondition
 from solvers.sketch.ipm_svm import LowRankPlusDiagonal, block_pcg
+from solvers.subproblem import subproblem_error
 from solvers.validation import check_choice, check_int, check_positive
 
 OWNER = "ipm_block_qp"
@@ -174,7 +176,7 @@ def ipm_block_qp(Q: np.ndarray, c: np.ndarray, y: np.ndarray, rhs: float, lo: np
 
     Returns a inside [lo, up] (strictly for the free variables); ``info`` (a QPInfo) collects
     the Newton steps, CG iterations and the final gap. When ``max_iter`` steps do not reach
-    the gap ``tol``: RuntimeError if ``strict``, else the last iterate (``info.converged`` is
+    the gap ``tol``: SubproblemError if ``strict``, else the last iterate (``info.converged`` is
     False).
     """
     preconditioner = check_choice(preconditioner, "preconditioner", OWNER, PRECONDITIONERS)
@@ -199,8 +201,11 @@ def ipm_block_qp(Q: np.ndarray, c: np.ndarray, y: np.ndarray, rhs: float, lo: np
     out[free] = _mehrotra(Qf, cf, y[free], rhs_f, lo[free], up[free], F, e, linear_solver,
                           preconditioner, tol, cg_tol, max_cg, max_iter, info)
     if strict and not info.converged:
-        raise RuntimeError(f"the block interior point did not reach gap {tol:.0e} in "
-                           f"{max_iter} steps (gap {info.gap:.1e})")
+        raise subproblem_error(
+            TerminationCondition.ITERATION_LIMIT,
+            f"gap {info.gap:.1e} after {max_iter} steps (asked {tol:.0e})",
+            strategy="block", subsolver="the block interior point", what="a block QP",
+            fix="raise max_iter or loosen tol, or try solver='highs'")
     return out
 
 

@@ -17,6 +17,9 @@ is chosen and the dual is minimised over alpha_B with alpha_N fixed::
   barrier diagonal (``solver="ipm-nystroem"``) or by a dense Cholesky factor of it
   (``"ipm-cholesky"``); relative gap SUBPROBLEM_IPM_TOL.
 * KLR subproblem: CVXPY with the exponential cone (``entr``), Clarabel by default or ECOS.
+* Subproblem statuses go through the backends' maps (HiGHS's, CVXPY's); HiGHS stopping at
+  its iteration cap keeps the block's point (the polish solves it), as does the interior point
+  at its step limit; any other failure raises :class:`solvers.errors.SubproblemError`.
 * Each subproblem answer is put back exactly on y_B'alpha_B = rhs inside the box and polished
   by two-variable SMO steps on the block (:func:`_polish`): interior-point answers stop short
   of the bounds, and such near-bound variables otherwise fill every working set (the stall at
@@ -51,6 +54,7 @@ from solvers.smo.core import entropy_terms, index_set_extremes, solve_dual
 from solvers.smo.klr import feasible_start, klr_certificate_at, prepare_klr
 from solvers.smo.qmatrix import PrecomputedQMatrix, QMatrix
 from solvers.smo.svm import free_average_b, make_qmatrix
+from solvers.subproblem import check_subproblem, subproblem_error
 from solvers.validation import (
     check_array,
     check_choice,
@@ -92,17 +96,21 @@ def select_block(alpha, grad, y, lo, up, q: int) -> np.ndarray:
 QP_ITERATIONS_PER_VARIABLE = 50
 """HiGHS's active-set QP may cycle on a nearly singular Q_BB (a 16-row poly-kernel pair never
 returned): its iterations are capped at this many per block variable (at least 1,000), and a
-subproblem that does not end optimal keeps the block's current point, from which the SMO
-polish solves it (:func:`_polish`)."""
+subproblem that stops at that cap keeps the block's current point, from which the SMO polish
+solves it (:func:`_polish`). Any other status but optimal raises SubproblemError."""
+
+BLOCK_FIX = "or rescale C and the features nearer 1"
 
 
 def _qp_highs(Qbb, c, yb, rhs, lo, up, a0=None) -> np.ndarray:
-    """min 1/2 a'Qbb a + c'a s.t. yb'a = rhs, lo <= a <= up by HiGHS (no QP regularization);
-    ``a0`` (the block's current point) is returned when HiGHS does not end optimal within its
-    iteration cap (None: raise RuntimeError instead)."""
+    """min 1/2 a'Qbb a + c'a s.t. yb'a = rhs, lo <= a <= up by HiGHS (no QP regularization).
+
+    HiGHS's status goes through :func:`solvers.highs_backend.highs_termination`: ``a0`` (the
+    block's current point) is returned when HiGHS stops at its iteration cap (with ``a0``
+    None, that is a failure too); any other status but optimal raises SubproblemError."""
     import highspy  # here, not at import: SMO alone (``smo_svm``) never loads HiGHS
 
-    from solvers.highs_backend import new_highs
+    from solvers.highs_backend import highs_termination, new_highs
 
     q = c.size
     h = new_highs()
@@ -122,11 +130,11 @@ def _qp_highs(Qbb, c, yb, rhs, lo, up, a0=None) -> np.ndarray:
                   np.array(start[:-1], dtype=np.int32), np.array(index, dtype=np.int32),
                   np.array(value))
     h.run()
-    status = h.getModelStatus()
-    if status != highspy.HighsModelStatus.kOptimal:
-        if a0 is not None:
-            return np.clip(a0, lo, up)
-        raise RuntimeError(f"HiGHS QP subproblem ended with {h.modelStatusToString(status)}")
+    term, raw = highs_termination(h)
+    if term is TerminationCondition.ITERATION_LIMIT and a0 is not None:
+        return np.clip(a0, lo, up)
+    check_subproblem(term, raw, strategy="block", subsolver="HiGHS (active-set QP)",
+                     what="a block QP", fix=f"try solver='ipm-cholesky', {BLOCK_FIX}")
     return np.clip(np.array(h.getSolution().col_value), lo, up)
 
 
@@ -138,11 +146,19 @@ SUBPROBLEM_IPM_TOL = 1e-10
 def _qp_ipm(Qbb, c, yb, rhs, lo, up, linear_solver: str = "cg") -> np.ndarray:
     """The same QP by the interior point, its Newton systems by Nystroem-preconditioned CG
     (``linear_solver="cg"``) or a dense Cholesky factor; the answer is kept at its step limit
-    (the polish and the block loop's stall rule decide)."""
-    from solvers.sketch.kernel_block import ipm_block_qp  # the sketch package loads only here
+    (the polish and the block loop's stall rule decide); a non-finite answer raises
+    SubproblemError."""
+    from solvers.sketch.kernel_block import QPInfo, ipm_block_qp  # the sketch loads only here
 
-    return ipm_block_qp(Qbb, c, yb, rhs, lo, up, tol=SUBPROBLEM_IPM_TOL, strict=False,
-                        linear_solver=linear_solver)
+    info = QPInfo()
+    a = ipm_block_qp(Qbb, c, yb, rhs, lo, up, tol=SUBPROBLEM_IPM_TOL, strict=False,
+                     linear_solver=linear_solver, info=info)
+    if not np.all(np.isfinite(a)):
+        raise subproblem_error(
+            TerminationCondition.NUMERICAL_ERROR, f"non-finite iterate (gap {info.gap:.1e})",
+            strategy="block", subsolver=f"the block interior point ({linear_solver})",
+            what="a block QP", fix=f"try solver='highs', {BLOCK_FIX}")
+    return a
 
 
 def _entropy_cvxpy(Qbb, c, yb, rhs, lo, up, Cb, solver: str) -> np.ndarray:
@@ -167,11 +183,26 @@ def _entropy_cvxpy(Qbb, c, yb, rhs, lo, up, Cb, solver: str) -> np.ndarray:
                 prob.solve(solver=solver, abstol=1e-10, reltol=1e-10, feastol=1e-10)
     except (cp.error.SolverError, ValueError) as exc:  # a solver failure or non-finite data
         # (C_i or the kernel near float64's limits): the strategy's failure, not bad input
-        raise RuntimeError(f"{solver} could not solve a KLR block subproblem ({exc}); try "
-                           "strategy='smo', or rescale C and the features nearer 1") from exc
-    if a.value is None or prob.status not in ("optimal", "optimal_inaccurate"):
-        raise RuntimeError(f"{solver} subproblem ended with status {prob.status}")
+        raise _klr_block_error(TerminationCondition.NUMERICAL_ERROR, f"solver_error: {exc}",
+                               solver) from exc
+    from solvers.cvxpy_lowering import STATUS_MAP  # CVXPY's status words, in one place
+
+    term, raw = STATUS_MAP.get(str(prob.status), TerminationCondition.ERROR), str(prob.status)
+    finite = a.value is not None and bool(np.all(np.isfinite(a.value)))
+    if term is TerminationCondition.OPTIMAL and not finite:
+        term, raw = TerminationCondition.NUMERICAL_ERROR, f"{raw} without a finite solution"
+    if term is not TerminationCondition.OPTIMAL:
+        raise _klr_block_error(term, raw, solver)
     return np.clip(a.value, lo, up)
+
+
+def _klr_block_error(term: TerminationCondition, raw: str, solver: str) -> Exception:
+    """The SubproblemError of a KLR block subproblem that ``solver`` (through CVXPY; statuses
+    by :data:`solvers.cvxpy_lowering.STATUS_MAP`) did not solve."""
+    other = "ECOS" if solver == "CLARABEL" else "CLARABEL"
+    return subproblem_error(term, raw, strategy="block", subsolver=f"{solver} (through CVXPY)",
+                            what="a KLR block subproblem",
+                            fix=f"try solver={other!r} or strategy='smo', {BLOCK_FIX}")
 
 
 def restore_sum(a: np.ndarray, y: np.ndarray, rhs: float, lo: np.ndarray,
