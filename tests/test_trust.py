@@ -346,7 +346,7 @@ def test_klr_block_solver_failure_is_a_numerical_error_not_a_traceback():
     res = KLR(X * 1e-10, y, C=1e20, kernel="linear").solve("block")
     if not res.is_optimal:
         assert res.termination is T.NUMERICAL_ERROR
-        assert "could not solve a KLR block subproblem" in res.raw_status
+        assert "ended a KLR block subproblem with status" in res.raw_status
 
 
 # ---- SVM on separable data at large C: the gap is measured against the optimum --------------

@@ -613,6 +613,8 @@ def _check_lp(out: LpOutcome, it: int, lp_solver: str, data: Any) -> None:
     term, raw = out.termination, out.raw
     if term is TerminationCondition.OPTIMAL and out.v is None:
         term, raw = TerminationCondition.NUMERICAL_ERROR, f"{raw} without a solution"
+    if term is TerminationCondition.OPTIMAL:
+        return  # the diagnosis reads every column (a pass over Dask data): only on failure
     other = "simplex" if lp_solver == "ipm" else "ipm"
     check_subproblem(term, raw, strategy="aid", subsolver=LP_SUBSOLVER_NAMES[lp_solver],
                      what=f"the aggregated LP of iteration {it}",

@@ -444,6 +444,8 @@ def _check_qp(out: QpOutcome, sol: Any, it: int, model: Any, C: float) -> None:
     term, raw = out.termination, out.raw
     if term is TerminationCondition.OPTIMAL and sol is None:
         term, raw = TerminationCondition.NUMERICAL_ERROR, f"{raw} without a finite solution"
+    if term is TerminationCondition.OPTIMAL:
+        return  # the diagnosis reads every column (a pass over Dask data): only on failure
     other = [name for name in SUBSOLVERS if name != model.subsolver]
     switch = (f"try subsolver={other[0]!r}" if isinstance(model, _LinearModel)
               else "the kernel dual has no other subsolver")
