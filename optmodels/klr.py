@@ -55,7 +55,7 @@ from solvers.result import (
     strong_convexity_distance,
 )
 from solvers.smo.certificate import klr_best_intercept, klr_loss, klr_primal, klr_scale
-from solvers.smo.prediction import kernel_expansion
+from solvers.solution import KernelSolution
 from solvers.special import expit, xlogy
 from solvers.validation import check_array, check_labels, check_sample_weight
 
@@ -163,6 +163,14 @@ class KLR(Problem):
         decisions = distance * np.sqrt(max_kernel_diag(self.kernel_, self._X))
         return SolutionCertificate(distance, decisions, float(np.sqrt(max(2.0 * half_w2, 0.0))),
                                    1.0)
+
+    def typed_solution(self, res: SolveResult) -> KernelSolution | None:
+        """alpha_i y_i over the kept rows' support and b."""
+        if res.extra.get("b") is None:
+            return None
+        alpha = res.x if res.x.shape[0] == self.n else res.x[self.kept_]
+        return KernelSolution.from_dual(self._X, alpha, self.y, float(res.extra["b"]),
+                                        self.kernel_)
 
     def certificate_scale(self, res: SolveResult) -> float:
         """:func:`solvers.result.objective_scale` of the natural scale and the result's
@@ -307,7 +315,8 @@ class KLR(Problem):
             check_n_features(Xn, self.n, "KLR (precomputed kernel: one column per training row)")
         else:
             check_n_features(Xn, self.p, "KLR")
-        return kernel_expansion(self._X, alpha * self.y, b, self.kernel_, Xn)
+        solution = KernelSolution.from_dual(self._X, alpha, self.y, b, self.kernel_)
+        return solution.decision_function(Xn)
 
     def predict_proba(self, alpha: np.ndarray, b: float, X_new: Any) -> np.ndarray:
         """P(y = classes_[1] | x) = sigma(f(x))."""

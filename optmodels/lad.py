@@ -31,6 +31,7 @@ from optmodels.validation import Param
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolutionStatus, SolveResult, TerminationCondition
 from solvers.rows import any_dask, is_dask
+from solvers.solution import LinearSolution
 from solvers.sparse import is_scipy_sparse
 from solvers.validation import check_array, check_sample_weight, check_target
 
@@ -122,6 +123,11 @@ class LAD(Problem):
             return np.hstack([self._X, np.ones((self.n, 1))])
         return self._X
 
+    def typed_solution(self, res: SolveResult) -> LinearSolution:
+        """``f(x) = x'beta + beta0`` (beta0 = 0 without an intercept)."""
+        return LinearSolution(np.asarray(res.x, dtype=float),
+                              float(res.extra.get("intercept", 0.0) or 0.0))
+
     def objective(self, coef: np.ndarray, intercept: float = 0.0) -> float:
         """E(beta) = sum_i s_i rho(y_i - x_i'beta - beta0) (sum_i s_i |.| at tau = 0.5); one
         chunk-wise pass on Dask data."""
@@ -130,6 +136,30 @@ class LAD(Problem):
         if self.lazy and self.p == 0:
             return check_loss(self.y - intercept, self.sample_weight, self.quantile)
         return check_loss(self.y - self._X @ coef - intercept, self.sample_weight, self.quantile)
+
+    def dual_bound(self, u: np.ndarray) -> float:
+        """A lower bound on min E from any u (weak duality of the dual LP in the module
+        docstring), independent of the solver that gave u: u is projected onto D'u = 0 (D the
+        design, by least squares through the (p+1) x (p+1) normal equations, one refinement
+        step) and then shrunk toward 0 into the box -2 (1 - tau) s <= u <= 2 tau s (0 lies in
+        the box and the subspace is a cone, so the result stays in both); y'u of it. A u that
+        was optimal loses only round-off."""
+        D = self.design
+        u = np.asarray(u, dtype=float)
+        G = np.asarray(D.T @ D) if not is_scipy_sparse(D) else (D.T @ D).toarray()
+        for _ in range(2):
+            r = np.asarray(D.T @ u).ravel()
+            if not np.any(r):
+                break
+            u = u - np.asarray(D @ np.linalg.lstsq(G, r, rcond=None)[0]).ravel()
+        hi = 2.0 * self.quantile * self.sample_weight
+        lo = -2.0 * (1.0 - self.quantile) * self.sample_weight
+        with np.errstate(divide="ignore", invalid="ignore"):
+            over = np.where(u > 0, u / hi, np.where(u < 0, u / lo, 0.0))
+        worst = float(np.max(over, initial=0.0))
+        if worst > 1.0:
+            u = u / worst
+        return float(self.y @ u)
 
     def natural_scale(self) -> float:
         """E of the best constant fit: sum_i s_i rho(y_i - m) with m the weighted tau-quantile

@@ -193,6 +193,10 @@ class Problem:
         optimum need not be unique (the default)."""
         return None
 
+    def typed_solution(self, res: SolveResult) -> Any:
+        """What ``res`` predicts with (:mod:`solvers.solution`); None by default."""
+        return None
+
     def certificate_scale(self, res: SolveResult) -> float | None:
         """The scale a result's gap is measured against: the natural scale (problems whose
         natural scale can lie far above the optimum use :func:`solvers.result.objective_scale`)."""

@@ -36,6 +36,7 @@ from solvers.result import (
 )
 from solvers.rows import any_dask, is_dask
 from solvers.sketch import RIDGE_METHODS
+from solvers.solution import LinearSolution
 from solvers.sparse import CentredSparse, is_scipy_sparse
 from solvers.validation import check_array, check_sample_weight, check_target
 
@@ -225,6 +226,11 @@ class Ridge(Problem):
         """``f(x) - ||grad f(x)||^2 / (2 alpha)`` from f(x) and ||grad f(x)||, squared after
         the division (||grad f||^2 alone overflows on data scaled by 1e100)."""
         return objective - (grad_norm / np.sqrt(2.0 * self.alpha)) ** 2
+
+    def typed_solution(self, res: SolveResult) -> LinearSolution:
+        """``f(a) = a'x + (bbar - abar'x)``."""
+        x = np.asarray(res.x, dtype=float)
+        return LinearSolution(x, self.intercept(x))
 
     def intercept(self, x: np.ndarray) -> float:
         return float(self.b_mean - self.a_mean @ x)

@@ -41,7 +41,7 @@ from solvers.result import (
     strong_convexity_distance,
 )
 from solvers.rows import any_dask, is_dask
-from solvers.smo.prediction import kernel_expansion
+from solvers.solution import KernelSolution, LinearSolution
 from solvers.sparse import is_scipy_sparse
 from solvers.validation import (
     check_array,
@@ -278,6 +278,19 @@ class SVM(Problem):
         diag = None if self.lazy else max_kernel_diag(self.kernel_, self._X)
         decisions = None if diag is None else distance * np.sqrt(diag)
         return SolutionCertificate(distance, decisions, norm, 1.0)
+
+    def typed_solution(self, res: SolveResult) -> LinearSolution | KernelSolution | None:
+        """The primal form's (w, b), or the dual's alpha_i y_i on the support and b (None for
+        a dual on Dask rows, which predicts through the problem's blocked passes)."""
+        b = res.extra.get("b")
+        if b is None:
+            return None
+        if res.extra.get("form") == "primal":
+            return LinearSolution(np.asarray(res.x, dtype=float), float(b))
+        if self.lazy:
+            return None
+        alpha = res.extra.get("alpha", res.x)
+        return KernelSolution.from_dual(self._X, alpha, self.y, float(b), self.kernel_)
 
     def _w_norm(self, res: SolveResult) -> float:
         """||w|| of a result: its primal w, or ``sqrt(v'K v)`` with v = alpha * y, from the
@@ -536,16 +549,12 @@ class SVM(Problem):
                 f"The result has no solution (termination {result.termination.value}); "
                 "solve the problem first and use a result with a solution."
             )
-        b = float(result.extra["b"])
-        if result.extra.get("form") == "primal":
-            check_n_features(Xn, self.p, "SVM")
-            return Xn @ result.x + b
-        coef = np.where(result.extra["alpha"] > 0, result.extra["alpha"] * self.y, 0.0)
-        if self.kernel == "precomputed":
+        if self.kernel == "precomputed" and result.extra.get("form") != "primal":
             check_n_features(Xn, self.n, "SVM (precomputed kernel: one column per training row)")
         else:
             check_n_features(Xn, self.p, "SVM")
-        return kernel_expansion(self._X, coef, b, self.kernel_, Xn)
+        solution = result.solution or self.typed_solution(result)
+        return solution.decision_function(Xn)
 
     def train_accuracy(self, result: SolveResult) -> float:
         """Share of training rows on the right side of the decision function."""

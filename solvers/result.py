@@ -196,6 +196,10 @@ class SolveResult:
         unit (:data:`SOLUTION_TOL`), held to ``solution_tol``. ``solution_unique`` is True where
         the problem makes the optimum unique (strong convexity), None where it is not known
         (LAD: a linear program's optimum may be a face; only the objective is certified).
+    solution:
+        What the result predicts with (:mod:`solvers.solution`): a ``LinearSolution`` (coef,
+        intercept) or a ``KernelSolution`` (dual coefficients, support, intercept), set by the
+        problem layer for every strategy; None without a solution.
     extra:
         Other named arrays or values (``b`` / intercept, duals, ``history``, ...).
     """
@@ -221,6 +225,7 @@ class SolveResult:
     solution_gap: float | None = None
     solution_tol: float = SOLUTION_TOL
     solution_unique: bool | None = None
+    solution: Any = None
     extra: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     @property

@@ -27,7 +27,6 @@ box and, for KLR, weighs a row like repeating it); 'balanced' is n / (n_classes 
 from __future__ import annotations
 
 import copy
-import types
 from itertools import combinations
 from typing import Any, ClassVar
 
@@ -45,8 +44,9 @@ from optmodels.klr import KLR
 from optmodels.strategies import AUTO_STRATEGY, options_for
 from optmodels.svm import SVM
 from optmodels.validation import Param, resolve_gamma
-from solvers.result import SolutionStatus, SolveResult, TerminationCondition
+from solvers.result import SolveResult
 from solvers.rows import any_dask, is_dask
+from solvers.solution import KernelSolution, LinearSolution
 from solvers.special import expit
 
 SUPPORT_REL = 1e-8
@@ -291,21 +291,18 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
         coef = np.where(sv_class[sv] == i, dual[j - 1, sv], dual[i, sv])
         return sv, sign * coef * y_pm, y_pm, sign * float(self.intercept_[k])
 
-    def _pair_view(self, sv: np.ndarray, y_pm: np.ndarray,
-                   X: Any) -> tuple[types.SimpleNamespace, Any]:
-        """(view, X of the pair): the attributes the problems' decision functions read (kernel,
-        kernel_, _X, y, n, p) from the learned arrays, so that the problem's own code computes
-        f(x). For a precomputed or callable kernel X is the kernel block against the support
-        vectors (:meth:`_kernel_block`) and the pair reads its columns sv."""
-        if self.kernel_.name == "precomputed":
-            return types.SimpleNamespace(
-                kernel="precomputed", kernel_=self.kernel_, _X=None, y=y_pm, n=sv.size,
-                p=sv.size), X[:, sv]
-        Xs = self.support_vectors_[sv]
-        return types.SimpleNamespace(
-            kernel=self.kernel_.name, kernel_=self.kernel_, _X=Xs, y=y_pm, n=sv.size,
-            p=Xs.shape[1],
-        ), X
+    def _pair_model(self, k: int, sv: np.ndarray, dual_coef: np.ndarray,
+                    b: float) -> LinearSolution | KernelSolution:
+        """Pair k's solution (:mod:`solvers.solution`, the one prediction path) from the
+        learned arrays: ``coef_[k]`` for a linear kernel (x'w, O(p) per row), else the dual
+        coefficients on the pair's support vectors ``sv`` (positions in ``support_vectors_``;
+        for a precomputed or callable kernel, columns of the kernel block that
+        :meth:`_kernel_block` gives)."""
+        if hasattr(self, "coef_"):
+            sign = 1.0 if self.classes_.size == 2 else -1.0
+            return LinearSolution(sign * _dense(self.coef_)[k], b)
+        rows = None if self.kernel_.name == "precomputed" else self.support_vectors_[sv]
+        return KernelSolution(dual_coef, sv, rows, self.kernel_, b)
 
     def _kernel_block(self, X: Any) -> Any:
         """X, or for a model solved on a kernel matrix the (m, n_SV) kernel values of X's rows
@@ -693,19 +690,7 @@ class SVMClassifier(_PairClassifier):
 
     def _pair_decision(self, k: int, i: int, j: int, X: np.ndarray) -> np.ndarray:
         sv, alpha, y_pm, b = self._pair_arrays(k, i, j)
-        if hasattr(self, "coef_"):
-            sign = 1.0 if self.classes_.size == 2 else -1.0
-            x, form = sign * _dense(self.coef_)[k], "primal"
-        else:
-            x, form = alpha, "dual"
-        res = SolveResult(
-            TerminationCondition.OPTIMAL,
-            SolutionStatus.OPTIMAL,
-            x=x,
-            extra={"b": b, "form": form, "alpha": alpha},
-        )
-        view, X = self._pair_view(sv, y_pm, X)
-        return SVM.decision_function(view, res, X)
+        return self._pair_model(k, sv, alpha * y_pm, b).decision_function(X)
 
     def _fit_probabilities(self, X, codes, weights, fits) -> None:
         """Platt's (A, B) per pair on the training decision values (probability=True)."""
@@ -838,11 +823,7 @@ class KLRClassifier(_PairClassifier):
 
     def _pair_decision(self, k: int, i: int, j: int, X: np.ndarray) -> np.ndarray:
         sv, alpha, y_pm, b = self._pair_arrays(k, i, j)
-        if hasattr(self, "coef_"):  # linear: x'w, O(p) per row
-            sign = 1.0 if self.classes_.size == 2 else -1.0
-            return np.asarray(X @ (sign * _dense(self.coef_)[k]), dtype=float).ravel() + b
-        view, X = self._pair_view(sv, y_pm, X)
-        return KLR.decision_function(view, alpha, b, X)
+        return self._pair_model(k, sv, alpha * y_pm, b).decision_function(X)
 
     def _pair_probabilities(self, X: np.ndarray) -> np.ndarray:
         """P(class j | i or j, x) = sigma(f_ij(x)) per pair (KLR.predict_proba's formula)."""
