@@ -8,30 +8,73 @@ at the returned solution, so every strategy is comparable with the ``"full"`` so
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from solvers import interrupt
-from solvers.errors import SubproblemError
+from solvers.errors import DataError, SubproblemError
 from solvers.options import FULL, OptionTable, validate_options
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
 
 Runner = Callable[..., SolveResult]
-_REGISTRY: dict[str, dict[str, Runner]] = {"lad": {}, "svm": {}, "klr": {}, "ridge": {}}
-_OPTIONS: dict[str, dict[str, OptionTable]] = {name: {} for name in _REGISTRY}
+Refusal = Callable[[Any], "str | None"]
+"""``refusal(problem)``: why a strategy cannot solve this problem (a message naming the
+cause and what to use instead), or None when it can."""
 
 
-def register(problem: str, name: str, options: OptionTable) -> Callable[[Runner], Runner]:
+@dataclasses.dataclass(frozen=True)
+class Strategy:
+    """A registered strategy: its problem and name, the option table that validates its
+    options and generates their help and docs (:mod:`solvers.options`), what it refuses and
+    why (``refuses``, checked by :func:`run_strategy` before it runs), and ``run(problem,
+    **options)``, which returns the result the problem layer then certifies."""
+
+    problem: str
+    name: str
+    options: OptionTable
+    run: Runner
+    refuses: tuple[Refusal, ...] = ()
+
+    def refusal(self, problem: Any) -> str | None:
+        """The first reason this strategy cannot solve ``problem``, or None."""
+        for check in self.refuses:
+            why = check(problem)
+            if why:
+                return why
+        return None
+
+
+_REGISTRY: dict[str, dict[str, Strategy]] = {"lad": {}, "svm": {}, "klr": {}, "ridge": {}}
+
+
+def register(problem: str, name: str, options: OptionTable,
+             refuses: tuple[Refusal, ...] = ()) -> Callable[[Runner], Runner]:
     """Decorator: make ``fn(problem, **options)`` the strategy ``name`` of ``problem``, whose
-    options are declared (and validated) by the table ``options``."""
+    options are declared (and validated) by the table ``options`` and which refuses what the
+    functions ``refuses`` name (:class:`Strategy`)."""
 
     def deco(fn: Runner) -> Runner:
-        _REGISTRY[problem][name] = fn
-        _OPTIONS[problem][name] = options
+        _REGISTRY[problem][name] = Strategy(problem, name, options, fn, tuple(refuses))
         return fn
 
     return deco
+
+
+def get_strategy(problem: str, name: str) -> Strategy:
+    """The registered :class:`Strategy` ``name`` of ``problem`` (ValueError naming the
+    choices otherwise)."""
+    _load()
+    _check_strategy(problem, name)
+    return _REGISTRY[problem][name]
+
+
+def accepted(problem: Any) -> dict[str, str | None]:
+    """Every strategy of ``problem``'s kind with the reason it refuses this problem (None:
+    it accepts it), e.g. ``{"ipm": "... needs kernel='linear' ...", "smo": None, ...}``."""
+    return {name: get_strategy(problem.NAME, name).refusal(problem)
+            for name in strategies_for(problem.NAME)}
 
 
 AUTO_STRATEGY = "auto"
@@ -46,9 +89,7 @@ def strategies_for(problem: str) -> list[str]:
 
 def options_for(problem: str, strategy: str) -> OptionTable:
     """The option table of ``strategy`` of ``problem`` (see :mod:`solvers.options`)."""
-    _load()
-    _check_strategy(problem, strategy)
-    return _OPTIONS[problem][strategy]
+    return get_strategy(problem, strategy).options
 
 
 def check_strategy_options(problem: str, strategy: str, options: dict[str, Any]) -> dict:
@@ -150,21 +191,26 @@ def run_strategy(
     t0 = time.perf_counter()
     check_verify(verify)
     check_scheduler(problem, scheduler, client)
+    entry = get_strategy(problem.NAME, strategy)
+    why = entry.refusal(problem)
+    if why:
+        raise DataError(why)
     options = check_strategy_options(problem.NAME, strategy, options)
-    runner = _REGISTRY[problem.NAME][strategy]
     with dask_scheduler(scheduler, client), interrupt.interruptible():
         try:
-            result = runner(problem, **options)
+            result = entry.run(problem, **options)
         except SubproblemError as exc:
             result = _failed(exc)
         result.strategy = strategy
-        if verify == "independent" and strategy != "full":
+        if verify == "independent" and result.x is not None:
             from optmodels.strategy_adapters import reevaluate
 
             reevaluate(problem, result)
         # One meaning of "optimal" for every strategy: the problem-level certificate (a full
         # solve certifies itself, with NUMERICAL_ERROR as the failure).
         problem.certify(result)
+        if result.x is not None:  # the one prediction path (solvers.solution)
+            result.solution = problem.typed_solution(result)
     result.wall_time = time.perf_counter() - t0
     return result
 

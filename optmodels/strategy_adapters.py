@@ -70,13 +70,14 @@ def adapter(
     fixed: set[str],
     table: opt.OptionTable,
     unused: frozenset[str] = frozenset(),
+    refuses: tuple[Callable[[Any], str | None], ...] = (),
 ):
     """Register ``fn(problem, **options)`` with the option ``table``, which declares the
     keywords of ``routine`` (``"module:function"``) minus ``fixed`` (supplied by the problem)
-    and ``unused``."""
+    and ``unused``, and the refusals ``refuses`` (:class:`optmodels.strategies.Strategy`)."""
 
     def deco(fn: Callable[..., SolveResult]) -> Adapter:
-        return register(problem, name, table)(Adapter(fn, routine, fixed, unused))
+        return register(problem, name, table, refuses)(Adapter(fn, routine, fixed, unused))
 
     return deco
 
@@ -130,23 +131,38 @@ def _svm_weights(problem: Any) -> np.ndarray:
     return problem.box / problem.C
 
 
-def _check_loss(problem: Any, strategy: str, loss: str) -> None:
-    """Refuse a strategy that solves another loss than the problem's."""
-    if problem.loss != loss:
-        raise DataError(
-            f"Strategy {strategy!r} of svm solves loss={loss!r}; this problem has "
-            f"loss={problem.loss!r}. Use strategy 'full'"
-            + (" or 'newton'" if problem.loss == "squared_hinge" else "") + ", or build the "
-            f"SVM with loss={loss!r}."
-        )
+def needs_loss(strategy: str, loss: str) -> Callable[[Any], str | None]:
+    """The refusal of an SVM strategy that solves only ``loss``."""
+
+    def refusal(problem: Any) -> str | None:
+        if problem.loss == loss:
+            return None
+        return (f"Strategy {strategy!r} of svm solves loss={loss!r}; this problem has "
+                f"loss={problem.loss!r}. Use strategy 'full'"
+                + (" or 'newton'" if problem.loss == "squared_hinge" else "") + ", or build "
+                f"the SVM with loss={loss!r}.")
+
+    return refusal
+
+
+def needs_linear_kernel(strategy: str, problem_name: str, why: str,
+                        instead: str) -> Callable[[Any], str | None]:
+    """The refusal of a strategy that works on explicit features only."""
+
+    def refusal(problem: Any) -> str | None:
+        if problem.kernel == "linear":
+            return None
+        return (f"Strategy {strategy!r} of {problem_name} {why}, so it needs kernel='linear'; "
+                f"this problem has kernel={problem.kernel!r}. {instead}")
+
+    return refusal
 
 
 @adapter("svm", "aid", "solvers.aid:aid_svm", {"X", "y", "C", "sample_weight", "kernel"},
-         opt.AID_SVM)
+         opt.AID_SVM, refuses=(needs_loss("aid", "hinge"),))
 def _svm_aid(problem: Any, **options: Any) -> SolveResult:
     from solvers.aid import aid_svm
 
-    _check_loss(problem, "aid", "hinge")
     kernel = None if problem.kernel == "linear" else problem.kernel_
     res = aid_svm(
         dense_X(problem, "aid"),
@@ -197,7 +213,6 @@ def _svm_dual_runner(path: str) -> Callable[..., SolveResult]:
     name = path.rpartition(":")[2].partition("_")[0]
 
     def run(problem: Any, **options: Any) -> SolveResult:
-        _check_loss(problem, name, "hinge")
         res = routine_at(path)(
             dense_X(problem, name),
             problem.y,
@@ -214,7 +229,8 @@ def _svm_dual_runner(path: str) -> Callable[..., SolveResult]:
 _SVM_FIXED = {"X", "y", "C", "sample_weight", "class_weight", "kernel"}
 for _name, _table in (("smo", opt.SMO_SVM), ("block", opt.BLOCK_SVM)):
     _path = f"solvers.smo:{_name}_svm"
-    adapter("svm", _name, _path, _SVM_FIXED, _table)(_svm_dual_runner(_path))
+    adapter("svm", _name, _path, _SVM_FIXED, _table,
+            refuses=(needs_loss(_name, "hinge"),))(_svm_dual_runner(_path))
 
 
 _NEWTON_FIXED = {"X", "y", "C", "loss", "sample_weight", "class_weight", "fit_intercept",
@@ -222,7 +238,7 @@ _NEWTON_FIXED = {"X", "y", "C", "loss", "sample_weight", "class_weight", "fit_in
 
 
 @adapter("svm", "newton", "solvers.sketch.newton:sketched_newton", _NEWTON_FIXED,
-         opt.NEWTON_SVM)
+         opt.NEWTON_SVM, refuses=(needs_loss("newton", "squared_hinge"),))
 def _svm_newton(problem: Any, **options: Any) -> SolveResult:
     """Sketch-preconditioned Newton-CG on the squared-hinge primal with the problem's
     unregularised b (exact 1-D minimisation per step). ``objective`` = P(w, b) and ``bound`` =
@@ -230,7 +246,6 @@ def _svm_newton(problem: Any, **options: Any) -> SolveResult:
     so the problem's certificate decides OPTIMAL."""
     from solvers.sketch.newton import sketched_newton
 
-    _check_loss(problem, "newton", "squared_hinge")
     if "preconditioner" in options and options["preconditioner"] is None:
         options["preconditioner"] = "none"  # the table reads the string 'none' as None
     res = sketched_newton(
@@ -254,18 +269,15 @@ def _svm_newton(problem: Any, **options: Any) -> SolveResult:
 
 
 @adapter("svm", "ipm", "solvers.sketch.ipm_svm:ipm_svm",
-         {"X", "y", "C", "sample_weight", "class_weight"}, opt.IPM_SVM)
+         {"X", "y", "C", "sample_weight", "class_weight"}, opt.IPM_SVM,
+         refuses=(needs_linear_kernel("ipm", "svm", "solves the linear primal QP",
+                                      "Use strategy 'smo', 'block', 'aid' or 'full' for that "
+                                      "kernel."),
+                  needs_loss("ipm", "hinge")))
 def _svm_ipm(problem: Any, **options: Any) -> SolveResult:
     """Interior point on the linear hinge-loss primal QP with sketch-preconditioned CG.
     ``objective`` = P(w, b) and ``bound`` = D(alpha) at the IPM's multipliers made feasible
     (problem.feasible_alpha), evaluated by the problem, so its certificate decides OPTIMAL."""
-    if problem.kernel != "linear":
-        raise DataError(
-            f"Strategy 'ipm' of svm solves the linear primal QP, so it needs kernel='linear'; "
-            f"this problem has kernel={problem.kernel!r}. Use strategy 'smo', 'block', 'aid' "
-            "or 'full' for that kernel."
-        )
-    _check_loss(problem, "ipm", "hinge")
     from solvers.sketch.ipm_svm import ipm_svm
 
     if "preconditioner" in options and options["preconditioner"] is None:
@@ -311,6 +323,10 @@ def reevaluate(problem: Any, res: SolveResult) -> SolveResult:
         res.extra["train_accuracy"] = problem.train_accuracy(res)
     elif name == "svm":
         res.objective = problem.primal_objective(res.x, float(res.extra["b"]))
+        if res.extra.get("alpha") is not None:  # the dual vector the strategy returned
+            res.bound = problem.dual_objective(problem.feasible_alpha(res.extra["alpha"]))
+        else:
+            res.extra["bound_source"] = "strategy"
     elif name == "klr":
         alpha = res.x if res.x.shape[0] == problem.n else res.x[problem.kept_]
         res.objective = problem.objective(alpha)
@@ -321,9 +337,14 @@ def reevaluate(problem: Any, res: SolveResult) -> SolveResult:
         res.extra["train_accuracy"] = problem.train_accuracy(alpha, float(res.extra["b"]))
     elif name == "lad":
         res.objective = problem.objective(res.x, res.extra.get("intercept", 0.0))
+        if res.extra.get("dual_u") is not None and not problem.lazy:
+            res.bound = problem.dual_bound(res.extra["dual_u"])
+        else:  # AID's bound is its aggregated LP's (a dual per cluster, repaired as above)
+            res.extra["bound_source"] = "strategy"
     elif name == "ridge":
         res.objective, res.bound = problem.objective(res.x), problem.lower_bound(res.x)
     res.extra["objective_source"] = "toolkit"
+    res.extra.setdefault("bound_source", "toolkit")
     return res
 
 
@@ -354,29 +375,29 @@ for _name, _table in (("smo", opt.SMO_KLR), ("block", opt.BLOCK_KLR)):
     adapter("klr", _name, _path, _KLR_FIXED, _table)(_klr_runner(_path))
 
 
-def _check_klr_newton(problem: Any) -> None:
-    """Strategy 'newton' of klr solves plain KLR's primal on explicit features only."""
-    if problem.kernel != "linear":
-        raise DataError(
-            f"Strategy 'newton' of klr solves the primal in (w, b) on explicit features, so it "
-            f"needs kernel='linear'; this problem has kernel={problem.kernel!r}. Use strategy "
-            "'smo', 'block' or 'full' for that kernel, or map X to explicit features first "
-            "(e.g. sklearn.kernel_approximation.RBFSampler or Nystroem) and build "
-            "KLR(features, y, kernel='linear')."
-        )
+def _plain_klr_only(problem: Any) -> str | None:
+    """Strategy 'newton' of klr solves plain KLR's primal (lam=0, no bound tolerance)."""
     for name, plain in (("lam", 0.0), ("bound_tol", None)):
         value = getattr(problem, name)
         if value != plain:
-            raise DataError(
-                f"Strategy 'newton' of klr solves plain KLR (lam=0, bound_tol=None); this "
-                f"problem has {name}={value!r} (sparse KLR, whose loss has a margin shift and "
-                "linear tails). Use strategy 'smo', 'block' or 'full' for S-KLR, or build the "
-                f"KLR with {name}={plain!r}."
-            )
+            return (f"Strategy 'newton' of klr solves plain KLR (lam=0, bound_tol=None); this "
+                    f"problem has {name}={value!r} (sparse KLR, whose loss has a margin shift "
+                    "and linear tails). Use strategy 'smo', 'block' or 'full' for S-KLR, or "
+                    f"build the KLR with {name}={plain!r}.")
+    return None
+
+
+_KLR_NEWTON_REFUSES = (
+    needs_linear_kernel(
+        "newton", "klr", "solves the primal in (w, b) on explicit features",
+        "Use strategy 'smo', 'block' or 'full' for that kernel, or map X to explicit features "
+        "first (e.g. sklearn.kernel_approximation.RBFSampler or Nystroem) and build "
+        "KLR(features, y, kernel='linear')."),
+    _plain_klr_only)
 
 
 @adapter("klr", "newton", "solvers.sketch.newton:sketched_newton", _NEWTON_FIXED,
-         opt.NEWTON_KLR)
+         opt.NEWTON_KLR, refuses=_KLR_NEWTON_REFUSES)
 def _klr_newton(problem: Any, **options: Any) -> SolveResult:
     """Sketch-preconditioned Newton-CG on plain KLR's primal with the linear kernel,
     P(w, b) = 1/2 ||w||^2 + sum_i C_i log(1 + exp(-t_i)), t_i = y_i (x_i'w + b), b free (exact
@@ -391,7 +412,6 @@ def _klr_newton(problem: Any, **options: Any) -> SolveResult:
     about 1/2 g'Hg (H the primal Hessian). The problem's certificate then decides OPTIMAL.
     ``extra``: ``w``, ``primal_intercept`` (Newton's b), ``primal_objective`` P(w, b),
     ``bound_source``; ``b`` is the certificate's minimiser for w(alpha), as for smo/block."""
-    _check_klr_newton(problem)
     from solvers.sketch.newton import sketched_newton
 
     if "preconditioner" in options and options["preconditioner"] is None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -258,7 +259,9 @@ def test_strategy_subproblem_error_is_a_numerical_error_result(monkeypatch):
     def failing(problem, **options):
         raise SubproblemError("HiGHS QP subproblem ended with kSolveError", strategy="block")
 
-    monkeypatch.setitem(strategies._REGISTRY["svm"], "block", failing)
+    block = strategies.get_strategy("svm", "block")
+    monkeypatch.setitem(strategies._REGISTRY["svm"], "block",
+                        dataclasses.replace(block, run=failing))
     rng = np.random.default_rng(0)
     res = SVM(rng.normal(size=(20, 2)), np.repeat([0, 1], 10)).solve("block")
     assert res.termination is TerminationCondition.NUMERICAL_ERROR and res.x is None

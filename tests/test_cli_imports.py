@@ -91,9 +91,9 @@ def test_the_registered_routines_still_resolve():
     from solvers.smo import block_klr, smo_svm
 
     strategies_for("svm")
-    assert _REGISTRY["svm"]["smo"].routine is smo_svm
-    assert _REGISTRY["svm"]["aid"].routine is aid_svm
-    assert _REGISTRY["klr"]["block"].routine is block_klr
+    assert _REGISTRY["svm"]["smo"].run.routine is smo_svm
+    assert _REGISTRY["svm"]["aid"].run.routine is aid_svm
+    assert _REGISTRY["klr"]["block"].run.routine is block_klr
 
 
 def _frozen_at_exit(call: str) -> bool:

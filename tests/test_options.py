@@ -31,7 +31,7 @@ def _keywords(fn) -> dict[str, object]:
 def _routine_keywords(problem: str, strategy: str) -> dict[str, object]:
     if strategy == "full":
         return _keywords(PROBLEMS[problem].solve_full)
-    runner = _REGISTRY[problem][strategy]
+    runner = _REGISTRY[problem][strategy].run
     kw = _keywords(runner.routine)
     return {n: d for n, d in kw.items() if n not in runner.fixed | runner.unused}
 

@@ -8,6 +8,7 @@ status and the fix, and run_strategy turns it (and only it) into a numerical_err
 
 from __future__ import annotations
 
+import dataclasses
 import types
 
 import clarabel
@@ -288,7 +289,8 @@ def test_other_exceptions_propagate_from_run_strategy(monkeypatch, exc):
     def failing(problem, **options):
         raise exc
 
-    monkeypatch.setitem(strategies._REGISTRY["svm"], "block", failing)
+    monkeypatch.setitem(strategies._REGISTRY["svm"], "block",
+                        dataclasses.replace(strategies.get_strategy("svm", "block"), run=failing))
     X, y = svm_data(n=20)
     with pytest.raises(type(exc)) as info:
         SVM(X, y).solve("block")
@@ -303,7 +305,8 @@ def test_run_strategy_turns_only_subproblem_error_into_numerical_error(monkeypat
     def failing(problem, **options):
         raise err
 
-    monkeypatch.setitem(strategies._REGISTRY["svm"], "block", failing)
+    monkeypatch.setitem(strategies._REGISTRY["svm"], "block",
+                        dataclasses.replace(strategies.get_strategy("svm", "block"), run=failing))
     X, y = svm_data(n=20)
     res = SVM(X, y).solve("block")
     assert_numerical_error_result(res, str(err))

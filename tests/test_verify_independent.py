@@ -1,0 +1,71 @@
+"""``verify="independent"`` re-derives the bound from the returned certificate arrays with the
+problem's own arithmetic (issue 31): LAD from the dual vector u (projected onto X'u = 0 and
+shrunk into the box), the primal SVM from its alpha (made feasible, D(alpha)); AID's bound is
+its aggregated LP's and is labelled so."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from optmodels import LAD, SVM
+from optmodels.strategies import run_strategy
+
+
+@pytest.fixture(scope="module")
+def lad_data():
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(500, 5))
+    y = X @ rng.normal(size=5) + 1.0 + rng.laplace(size=500)
+    return X, y, rng.uniform(0.5, 2.0, 500)
+
+
+@pytest.mark.parametrize("quantile", [0.5, 0.2])
+def test_lad_full_bound_rederived_from_u(lad_data, quantile):
+    X, y, s = lad_data
+    prob = LAD(X, y, sample_weight=s, quantile=quantile)
+    own = run_strategy(prob, "full")
+    ind = run_strategy(prob, "full", verify="independent")
+    assert ind.extra["bound_source"] == "toolkit"
+    scale = prob.natural_scale()
+    # an optimal u loses only round-off in the repair, and the bound stays below E*
+    assert ind.bound == pytest.approx(own.bound, abs=1e-9 * scale)
+    assert ind.bound <= own.objective + 1e-9 * scale
+    assert ind.is_optimal
+
+
+def test_lad_dual_bound_is_valid_for_any_u(lad_data):
+    """A u off the subspace and outside the box (the solver's u perturbed and inflated): the
+    naive y'u exceeds the optimum, the repaired one never does."""
+    X, y, s = lad_data
+    prob = LAD(X, y, sample_weight=s)
+    full = prob.solve()
+    u = full.extra["dual_u"]
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        bad = 1.5 * u + 0.3 * rng.normal(size=u.size)
+        assert float(y @ bad) > full.objective  # not a bound as it stands
+        assert prob.dual_bound(bad) <= full.objective * (1 + 1e-12)
+    assert prob.dual_bound(u) == pytest.approx(full.objective, rel=1e-8)
+
+
+def test_aid_lad_bound_is_labelled_as_the_strategy_s(lad_data):
+    X, y, s = lad_data
+    res = run_strategy(LAD(X, y, sample_weight=s), "aid", verify="independent")
+    assert res.extra["bound_source"] == "strategy" and res.is_optimal
+
+
+@pytest.mark.parametrize("strategy", ["full", "ipm"])
+def test_primal_svm_bound_from_its_alpha(strategy):
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 4))
+    y = np.where(X @ np.array([1.0, -1.0, 0.5, 0.0]) + 0.5 * rng.normal(size=300) > 0, 1, -1)
+    prob = SVM(X, y, C=1.0, kernel="linear")
+    own = run_strategy(prob, strategy)
+    ind = run_strategy(prob, strategy, verify="independent")
+    alpha = ind.extra["alpha"]
+    assert ind.extra["bound_source"] == "toolkit"
+    expected = prob.dual_objective(prob.feasible_alpha(alpha))  # D of the repaired alpha
+    assert ind.bound == pytest.approx(expected, rel=1e-12)
+    assert ind.bound <= own.objective + 1e-9 * prob.natural_scale()
+    assert ind.is_optimal and abs(ind.objective - own.objective) <= 1e-9 * prob.natural_scale()
