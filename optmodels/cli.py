@@ -124,6 +124,17 @@ def _strategy_epilog() -> str:
     return "\n".join(lines)
 
 
+def _positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (argparse turns the error into exit 2, one line)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got {value}")
+    return value
+
+
 def _parser() -> argparse.ArgumentParser:
     ap = _Parser(prog="optmodels", description=DESCRIPTION)
     sub = ap.add_subparsers(dest="command", required=True)
@@ -199,8 +210,31 @@ def _parser() -> argparse.ArgumentParser:
         help="comma-separated (default: full and the problem's main strategies)",
     )
     c.add_argument("--json", action="store_true", help="print a JSON list, one object per strategy")
+    c.add_argument("--format", default="text", choices=TABLE_FORMATS,
+                   help="the table: text (default), md (Markdown), latex or csv")
+    c.add_argument("--repeat", type=_positive_int, default=3, metavar="N",
+                   help="timed runs per strategy after the warm-up; the table shows the median "
+                        "(default 3)")
+    c.add_argument("--no-warmup", action="store_true",
+                   help="no warm-up call (first-call costs then count as solve time)")
+    c.add_argument("--memory", action="store_true",
+                   help="measure each strategy's peak memory in a fresh process (one more "
+                        "solve each)")
+    c.add_argument("--out", default=None, metavar="RESULTS.json",
+                   help="write the result file (re-tabulate with optmodels table, re-plot "
+                        "with optmodels plot)")
     c.add_argument("--plot", default=None, metavar="FILE.png", help="write convergence plots")
     c.add_argument("--quiet", action="store_true", help="no progress lines on stderr")
+
+    tb = sub.add_parser("table", help="the table of a comparison's result file")
+    tb.add_argument("results", help="result file written by optmodels compare --out")
+    tb.add_argument("--format", default="text", choices=TABLE_FORMATS,
+                    help="text (default), md (Markdown), latex or csv")
+
+    pl = sub.add_parser("plot", help="the convergence figure of a comparison's result file")
+    pl.add_argument("results", help="result file written by optmodels compare --out")
+    pl.add_argument("--out", required=True, metavar="FILE.png", help="figure to write "
+                    "(.png, .pdf or .svg)")
 
     e = sub.add_parser("export", parents=[data_args], help="write the model as MPS or LP")
     e.add_argument(
@@ -282,6 +316,8 @@ def main(argv: list[str] | None = None) -> int:
     command = {
         "solve": _solve,
         "compare": _compare,
+        "table": _table,
+        "plot": _plot,
         "export": _export,
         "generate": _generate,
         "info": _info,
@@ -312,8 +348,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 OUTPUT_FLAGS = ("solution_out", "model_out", "out", "plot")
+TABLE_FORMATS = ("text", "md", "latex", "csv")
+"""``--format`` of compare and table."""
 """Arguments naming a file that a command writes."""
-INPUT_FLAGS = ("data", "model")
+INPUT_FLAGS = ("data", "model", "results")
 """Arguments naming a file (or a glob, or a directory of files) that a command reads."""
 
 
@@ -702,18 +740,46 @@ def _compare(args: argparse.Namespace) -> int:
     if args.data:
         data = _load(args)
         problem = make_problem(args.problem, data.X, data.y, data.sample_weight, model_params)
+        source = f"file {args.data}"
     else:
         gen = parse_param_strings(args.generate.split(",")) if args.generate else {}
         problem = default_instance(
             args.problem, {k: _literal(v) for k, v in gen.items()}, model_params
         )
-    table = compare(problem, names, options=options, progress=not args.quiet)
+        source = problem.source
+    table = compare(problem, names, options=options, progress=not args.quiet,
+                    repeat=args.repeat, warmup=not args.no_warmup, memory=args.memory,
+                    source=source)
+    if args.out:
+        table.save(args.out)
     if args.json:
         print(json.dumps(table.records))
     else:
-        print(table.to_text())
+        print(_formatted(table, args.format))
     if args.plot:
         table.plot(args.plot)
+    return 0
+
+
+def _formatted(table: Any, fmt: str) -> str:
+    """The comparison's table in ``fmt`` (:data:`TABLE_FORMATS`)."""
+    return {"text": table.to_text, "md": table.to_markdown, "latex": table.to_latex,
+            "csv": table.to_csv}[fmt]()
+
+
+def _table(args: argparse.Namespace) -> int:
+    from optmodels.compare import Comparison
+
+    print(_formatted(Comparison.load(args.results), args.format))
+    return 0
+
+
+def _plot(args: argparse.Namespace) -> int:
+    from optmodels.compare import Comparison
+
+    _require("matplotlib", "optmodels plot")
+    Comparison.load(args.results).plot(args.out)
+    print(f"wrote {args.out}")
     return 0
 
 

@@ -20,8 +20,9 @@ from typing import Any
 
 import numpy as np
 
-from optmodels.memory import PeakRSS
+from optmodels.memory import peak_in_fresh_process
 from solvers.result import SolveResult, format_number
+from solvers.solution import LinearSolution
 
 COLUMNS: list[tuple[str, str, str]] = [
     ("solver", "solver", "text"),
@@ -34,19 +35,35 @@ COLUMNS: list[tuple[str, str, str]] = [
     ("iterations", "iterations", "count"),
     ("time_s", "time", "seconds"),
     ("speedup", "speedup", "ratio"),
-    ("peak_mb", "peak_mem", "megabytes"),
+    ("first_s", "first_call", "seconds"),
 ]
 """The table's columns: (record key, header, kind of :func:`solvers.result.format_number`;
 "count" is an integer, "text" a string as it is)."""
 
 EXTRA_COLUMNS: list[tuple[str, str, str]] = [
+    ("peak_mb", "peak_mem", "megabytes"),
     ("n_clusters_final", "clusters", "count"),
     ("n_active", "n_active", "count"),
     ("n_sv", "n_sv", "count"),
     ("train_accuracy", "train_acc", "value"),
     ("rel_error", "rel_error", "gap"),
+    ("time_min_s", "time_min", "seconds"),
+    ("time_max_s", "time_max", "seconds"),
 ]
 """Problem-specific columns, shown when some row has them."""
+
+
+RESULT_FORMAT = "optmodels-comparison/1"
+"""The ``format`` field of a comparison's result file (:meth:`Comparison.save`)."""
+
+
+def _json_default(v: Any) -> Any:
+    """numpy scalars as Python numbers (non-finite as None) in the result file."""
+    if isinstance(v, (np.floating, np.integer)):
+        return _num(v)
+    if isinstance(v, np.bool_):
+        return bool(v)
+    raise TypeError(f"not JSON-serialisable: {type(v).__name__}")
 
 
 @dataclasses.dataclass
@@ -59,6 +76,12 @@ class Comparison:
     results: dict[str, SolveResult]
     scale: float | None = None
     """The problem's natural scale: ref_gap and the plots' relative differences divide by it."""
+    instance: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """The instance (:func:`describe`): problem, n, p, density, parameters, source."""
+    timing: dict[str, Any] = dataclasses.field(default_factory=dict)
+    """How the times were measured (:func:`timing_line`)."""
+    histories: dict[str, list[dict[str, Any]]] = dataclasses.field(default_factory=dict)
+    """Each strategy's per-iteration history (JSON numbers), what the figures draw."""
 
     def to_frame(self, formatted: bool = False) -> Any:
         """A pandas DataFrame of the records, one row per strategy (index ``strategy``).
@@ -79,8 +102,19 @@ class Comparison:
         return pd.DataFrame(data, index=index)
 
     def _columns(self) -> list[tuple[str, str, str]]:
-        extra = [c for c in EXTRA_COLUMNS if any(c[0] in r for r in self.records)]
+        repeated = any(r.get("runs", 1) > 1 for r in self.records)
+        extra = [c for c in EXTRA_COLUMNS if any(c[0] in r for r in self.records)
+                 and (repeated or c[0] not in ("time_min_s", "time_max_s"))]
         return COLUMNS + extra
+
+    def _notes(self) -> list[tuple[str, str]]:
+        """(note, the strategies it applies to, or "every row") for the rows' notes."""
+        groups: dict[str, list[str]] = {}
+        for r in self.records:
+            for note in filter(None, (r.get("note") or "").split("; ")):
+                groups.setdefault(note, []).append(r["strategy"])
+        return [(note, "every row" if len(who) == len(self.records) > 1 else ", ".join(who))
+                for note, who in groups.items()]
 
     def to_text(self) -> str:
         """The formatted frame (``to_frame(formatted=True)``) as a fixed-width table: text
@@ -98,7 +132,92 @@ class Comparison:
             ]
             return "  ".join(out).rstrip()
 
-        return "\n".join([f"{self.problem}: reference = {self.reference}", *map(line, cells)])
+        head = [f"{self.problem}: reference = {self.reference}"]
+        if self.instance:
+            head = [f"instance: {instance_line(self.instance)}",
+                    f"reference: {self.reference}"]
+        if self.timing:
+            head.append(f"timing: {timing_line(self.timing)}")
+        notes = [f"  {who}: {note}" for note, who in self._notes()]
+        return "\n".join([*head, *map(line, cells), *(["notes:", *notes] if notes else [])])
+
+    def to_markdown(self) -> str:
+        """The formatted table as Markdown, the instance and timing lines above it."""
+        frame = self.to_frame(formatted=True)
+        head = ["strategy", *frame.columns]
+        rows = [[str(i), *map(str, row)] for i, row in zip(frame.index, frame.values,
+                                                           strict=True)]
+        lines = [f"**Instance:** {instance_line(self.instance)}  ", f"**Reference:** "
+                 f"{self.reference}  ", f"**Timing:** {timing_line(self.timing)}", "",
+                 "| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        notes = [f"- {who}: {note}" for note, who in self._notes()]
+        return "\n".join(lines + ([""] + notes if notes else []))
+
+    def to_latex(self) -> str:
+        """The formatted table as a LaTeX ``tabular`` (booktabs rules) in a ``table`` with the
+        instance and the timing as its caption. Written here, not by pandas' Styler, which
+        needs jinja2 for a table this small."""
+        frame = self.to_frame(formatted=True)
+
+        def tex(v: str) -> str:
+            return (str(v).replace("\\", "\\textbackslash{}").replace("_", "\\_")
+                    .replace("%", "\\%").replace("&", "\\&").replace("#", "\\#"))
+
+        cols = "l" + "r" * len(frame.columns)
+        lines = ["\\begin{table}", "\\centering", f"\\begin{{tabular}}{{{cols}}}",
+                 "\\toprule", " & ".join(map(tex, ["strategy", *frame.columns])) + " \\\\",
+                 "\\midrule"]
+        lines += [" & ".join(map(tex, [i, *row])) + " \\\\"
+                  for i, row in zip(frame.index, frame.values, strict=True)]
+        caption = (f"{instance_line(self.instance)}. Reference: {self.reference}. "
+                   f"Timing: {timing_line(self.timing)}.")
+        lines += ["\\bottomrule", "\\end{tabular}", f"\\caption{{{tex(caption)}}}",
+                  "\\end{table}"]
+        return "\n".join(lines)
+
+    def to_csv(self) -> str:
+        """The records as CSV, every number unformatted (one row per strategy)."""
+        return self.to_frame().to_csv()
+
+    def save(self, path: str) -> str:
+        """Write the comparison to a JSON result file that :meth:`load` (or ``optmodels plot``
+        / ``optmodels table``) reads back to re-tabulate and re-plot without re-running:
+        the instance, the timing method, the records and every strategy's history. Written
+        to a temporary file in the same directory and renamed, so no half file is left."""
+        import json
+        import os
+        import tempfile
+
+        doc = {"format": RESULT_FORMAT, "problem": self.problem, "reference": self.reference,
+               "scale": _num(self.scale), "instance": self.instance, "timing": self.timing,
+               "records": self.records, "histories": self.histories}
+        text = json.dumps(doc, indent=1, default=_json_default)
+        folder = os.path.dirname(os.path.abspath(path))
+        fd, tmp = tempfile.mkstemp(prefix=".optmodels-", suffix=".json", dir=folder)
+        try:
+            with os.fdopen(fd, "w") as fh:
+                fh.write(text)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        return str(path)
+
+    @classmethod
+    def load(cls, path: str) -> Comparison:
+        """The comparison of a result file written by :meth:`save` (its ``results`` empty:
+        the tables and figures need only the records and histories)."""
+        import json
+
+        with open(path) as fh:
+            doc = json.load(fh)
+        if not isinstance(doc, dict) or doc.get("format") != RESULT_FORMAT:
+            raise ValueError(f"{path} is not an optmodels comparison result file (format "
+                             f"{RESULT_FORMAT!r}); write one with compare(...).save(path) or "
+                             "optmodels compare --out FILE.json.")
+        return cls(doc["problem"], doc["reference"], doc["records"], {}, doc.get("scale"),
+                   doc.get("instance", {}), doc.get("timing", {}), doc.get("histories", {}))
 
     def plot(self, path: str) -> str:
         """Write the convergence figure (see :mod:`optmodels.plots`); needs matplotlib
@@ -131,6 +250,10 @@ def record(problem: Any, res: SolveResult, peak_mb: float | None = None) -> dict
         "gap": _num(res.gap),
         "certified": bool(res.certified and res.is_optimal),
         "certificate_tol": float(res.certificate_tol),
+        "solution_bound": _num(res.solution_bound),
+        "decision_bound": _num(res.decision_bound),
+        "solution_gap": _num(res.solution_gap),
+        "solution_tol": float(res.solution_tol),
         "iterations": int(res.iterations),
         "build_s": float(res.build_time),
         "solve_s": float(res.solve_time),
@@ -164,22 +287,78 @@ def _num(v: Any) -> Any:
     return v if np.isfinite(v) else None
 
 
+def describe(problem: Any, source: str | None = None) -> dict[str, Any]:
+    """The instance in a few fields, for the table's header, the result file and the figures'
+    titles: the problem, n, p, the share of nonzero entries of X, the model's parameters
+    (kernel with its resolved gamma, C / alpha / tau, ...) and ``source`` (a file, or the
+    generator with its seed; ``problem.source`` when set)."""
+    out: dict[str, Any] = {"problem": problem.NAME, "n": int(problem.n), "p": int(problem.p)}
+    X = getattr(problem, "_X", None)
+    if X is not None and not getattr(problem, "lazy", False) and X.shape[0] * X.shape[1]:
+        nnz = X.nnz if hasattr(X, "nnz") else int(np.count_nonzero(X))
+        out["density"] = float(nnz / (X.shape[0] * X.shape[1]))
+    for key, value in getattr(problem, "params", {}).items():
+        if isinstance(value, (bool, int, float, str)) or value is None:
+            out[key] = value
+    kernel = getattr(problem, "kernel_", None)
+    if kernel is not None and getattr(kernel, "name", None) in ("rbf", "poly"):
+        out["gamma"] = float(kernel.gamma)  # 'scale' / 'auto' resolved on the data
+    out["source"] = source or getattr(problem, "source", None) or "given arrays"
+    return out
+
+
+def instance_line(instance: dict[str, Any]) -> str:
+    """``lad, n = 21, p = 3, density 1, quantile=0.5, ...; source: ...`` (one line)."""
+    fixed = ("problem", "n", "p", "density", "source")
+    parts = [f"{instance['problem']}, n = {instance['n']:,}, p = {instance['p']:,}"]
+    if "density" in instance:
+        parts.append(f"density {format_number(instance['density'])}")
+    parts += [f"{k}={v}" for k, v in instance.items() if k not in fixed]
+    return ", ".join(parts) + f"; source: {instance.get('source', '-')}"
+
+
+def timing_line(timing: dict[str, Any]) -> str:
+    """How the times were measured, in one line (the table says it under the header)."""
+    first = ("a warm-up call per strategy first (its time is first_s, never the solve time), "
+             if timing.get("warmup") else "no warm-up (the first call's costs are in the "
+             "time), ")
+    runs = timing["repeat"]
+    what = (f"then the median of {runs} runs (spread in time_min_s / time_max_s)" if runs > 1
+            else "then one run")
+    memory = {"process": "peak RSS of each strategy in a fresh process",
+              None: "memory not measured"}[timing.get("memory")]
+    return (f"wall-clock of the whole solve call; {first}{what}, strategies in a "
+            f"rotated order each round; {memory}")
+
+
 def compare(
     problem: Any,
     strategies: list[str] | tuple[str, ...] = ("full",),
     *,
     reference: str = "full",
     options: dict[str, dict[str, Any]] | None = None,
-    memory: bool = True,
+    repeat: int = 1,
+    warmup: bool = True,
+    memory: bool = False,
     progress: bool = True,
+    source: str | None = None,
 ) -> Comparison:
     """Run each strategy on ``problem`` and tabulate it against ``reference``.
 
     ``options`` maps a strategy name to its keyword options (e.g. ``{"rfd": {"m": 64}}``),
-    each checked by the strategy's table before any strategy runs. ``progress`` prints one line per
-    strategy to stderr; ``memory`` samples the peak resident memory above the start of each run
-    from a background thread (:class:`optmodels.memory.PeakRSS`: the solvers' C memory included,
-    the timed code not slowed; memory already held by the process is not counted again).
+    each checked by the strategy's table before any strategy runs.
+
+    Timing (docs/guide/compare.md, "How we time"): with ``warmup`` every strategy is first
+    called once, so that imports, thread pools and caches a process builds on its first call
+    are paid there (reported as ``first_s``, never as solve time); then ``repeat`` rounds run
+    every strategy once, the order rotated by one each round so that no strategy always runs
+    first or after the same one; ``time_s`` is the median of a strategy's rounds, with
+    ``time_min_s`` / ``time_max_s``. Every time is the wall-clock of the whole solve call.
+    ``memory`` measures each strategy's peak resident memory above its start in a fresh
+    process (:func:`optmodels.memory.peak_in_fresh_process`): one strategy cannot inherit
+    another's freed memory, at the cost of one more solve per strategy. ``progress`` prints
+    one line per call to stderr. ``source`` names the data (a file, a generator and seed) for
+    the instance description (:func:`describe`).
     """
     names = list(dict.fromkeys([reference, *strategies]))
     known = problem.strategies()
@@ -188,37 +367,84 @@ def compare(
         raise ValueError(
             f"Unknown strategy {bad[0]!r} for {problem.NAME}; choose from {', '.join(known)}."
         )
+    if not isinstance(repeat, (int, np.integer)) or isinstance(repeat, bool) or repeat < 1:
+        raise ValueError(f"repeat must be a positive integer (runs per strategy); got "
+                         f"{repeat!r}.")
     options = _checked_options(problem, names, options or {})
+    first: dict[str, float] = {}
+    if warmup:
+        for name in names:
+            first[name] = _timed(problem, name, options, progress, "warm-up")[1]
+    times: dict[str, list[float]] = {name: [] for name in names}
     results: dict[str, SolveResult] = {}
+    for r in range(repeat):
+        k = r % len(names)
+        for name in names[k:] + names[:k]:
+            results[name], t = _timed(problem, name, options, progress, f"run {r + 1}/{repeat}")
+            times[name].append(t)
+    peaks = ({name: peak_in_fresh_process(problem, name, options.get(name, {}))
+              for name in names} if memory else {})
     records = []
-    for i, name in enumerate(names, 1):
-        if progress:
-            print(f"[{i}/{len(names)}] {problem.NAME}: {name} ...", file=sys.stderr, flush=True)
-        t0 = time.perf_counter()
-        meter = PeakRSS() if memory else None
-        if meter is not None:
-            with meter:
-                res = problem.solve(strategy=name, **options.get(name, {}))
-        else:
-            res = problem.solve(strategy=name, **options.get(name, {}))
-        peak = None if meter is None else meter.peak_mb
-        if progress:
-            print(
-                f"      {res.termination.value} in {time.perf_counter() - t0:.2f} s",
-                file=sys.stderr,
-                flush=True,
-            )
-        results[name] = res
-        records.append(record(problem, res, peak))
+    for name in names:
+        rec = record(problem, results[name], peaks.get(name))
+        rec.update(time_s=float(np.median(times[name])), time_min_s=min(times[name]),
+                   time_max_s=max(times[name]), runs=repeat)
+        if warmup:
+            rec["first_s"] = first[name]
+        rec.update(_row_notes(problem, results[name]))
+        records.append(rec)
     scale = problem.natural_scale()
-    _relate(records, results, reference, scale)
-    return Comparison(
-        problem.NAME,
-        reference,
-        [r for r in records if r["strategy"] in strategies or r["strategy"] == reference],
-        results,
-        scale,
-    )
+    _relate(records, results, reference, scale, problem)
+    timing = {"warmup": bool(warmup), "repeat": int(repeat), "order": "rotated",
+              "memory": "process" if memory else None}
+    kept = [r for r in records if r["strategy"] in strategies or r["strategy"] == reference]
+    histories = {name: _json_history(results[name]) for name in names}
+    return Comparison(problem.NAME, reference, kept, results, scale,
+                      describe(problem, source), timing, histories)
+
+
+def _timed(problem: Any, name: str, options: dict[str, dict[str, Any]], progress: bool,
+           what: str) -> tuple[SolveResult, float]:
+    """One solve call of strategy ``name`` and its wall-clock seconds."""
+    if progress:
+        print(f"{problem.NAME}: {name} ({what}) ...", file=sys.stderr, end="", flush=True)
+    t0 = time.perf_counter()
+    res = problem.solve(strategy=name, **options.get(name, {}))
+    seconds = time.perf_counter() - t0
+    if progress:
+        print(f" {res.termination.value} in {seconds:.3g} s", file=sys.stderr, flush=True)
+    return res, seconds
+
+
+def _row_notes(problem: Any, res: SolveResult) -> dict[str, Any]:
+    """What the row must say beside its numbers: that AID never aggregated (as many clusters
+    as rows: the run was a full solve in pieces, not a decomposition), and whether the optimum
+    is unique (where it need not be, ``distance`` between two optimal results can be large)."""
+    notes = []
+    clusters = res.extra.get("n_clusters_final")
+    rows = int(np.count_nonzero(np.asarray(problem.sample_weight) > 0)) \
+        if getattr(problem, "sample_weight", None) is not None \
+        and not getattr(problem, "lazy", False) else problem.n
+    if clusters is not None and clusters >= rows:
+        notes.append("no aggregation (clusters = rows)")
+    if res.solution_unique is not True and res.x is not None:
+        notes.append("optimum may not be unique: distance compares one optimum with another")
+    out: dict[str, Any] = {"unique": res.solution_unique}
+    if notes:
+        out["note"] = "; ".join(notes)
+    return out
+
+
+def _json_history(res: SolveResult) -> list[dict[str, Any]]:
+    """The result's per-iteration history with only JSON numbers (for the result file)."""
+    out = []
+    for h in res.extra.get("history") or []:
+        row = {k: _num(v) if isinstance(v, (int, float, np.floating, np.integer))
+               and not isinstance(v, bool) else v
+               for k, v in h.items() if isinstance(v, (int, float, str, bool, np.floating,
+                                                       np.integer)) or v is None}
+        out.append(row)
+    return out
 
 
 def _checked_options(
@@ -241,15 +467,38 @@ def _relate(
     results: dict[str, SolveResult],
     reference: str,
     scale: float | None = None,
+    problem: Any = None,
 ) -> None:
-    """Fill ref_gap (relative to the problem's natural scale), distance and speedup relative to
+    """Fill ref_gap (relative to the problem's natural scale), distance (:func:`
+    result_distance`) and speedup (the reference's median time over the row's) relative to
     the reference row."""
     ref = results[reference]
+    ref_time = next(r for r in records if r["strategy"] == reference).get("time_s", ref.time)
     for rec in records:
         res = results[rec["strategy"]]
         rec["ref_gap"] = relative_difference(res.objective, ref.objective, scale)
-        rec["distance"] = solution_distance(res.x, ref.x)
-        rec["speedup"] = ref.time / res.time if res.time > 0 else None
+        rec["distance"] = result_distance(res, ref, problem)
+        t = rec.get("time_s", res.time)
+        rec["speedup"] = ref_time / t if t and t > 0 else None
+
+
+def result_distance(res: SolveResult, ref: SolveResult, problem: Any = None) -> float | None:
+    """How far a result's solution is from the reference's, relative to the reference's:
+    ``||(coef, intercept) - (coef*, intercept*)|| / ||(coef*, intercept*)||`` when both are
+    linear solutions, else (a dual, whose alphas need not be unique even where the decision
+    function is) ``||f - f*|| / ||f*||`` over the training rows' decision values; the raw
+    ``x`` vectors (:func:`solution_distance`) without typed solutions."""
+    a, b = res.solution, ref.solution
+    if a is None or b is None:
+        return solution_distance(res.x, ref.x)
+    if isinstance(a, LinearSolution) and isinstance(b, LinearSolution):
+        if a.coef.shape != b.coef.shape:
+            return None
+        return solution_distance(np.r_[a.coef, a.intercept], np.r_[b.coef, b.intercept])
+    X = getattr(problem, "_X", None)
+    if X is None or getattr(problem, "lazy", False):
+        return None
+    return solution_distance(a.decision_function(X), b.decision_function(X))
 
 
 def relative_difference(

@@ -62,3 +62,46 @@ class PeakRSS:
         self._thread.join()
         self._peak = max(self._peak, rss_bytes() or 0)
         self.peak_mb = (self._peak - self._start) / 2**20
+
+
+_CHILD = """
+import json, pickle, sys
+from optmodels.memory import PeakRSS
+from optmodels.strategies import get_strategy
+with open(sys.argv[1], "rb") as fh:
+    problem, strategy, options = pickle.load(fh)
+entry = get_strategy(problem.NAME, strategy)
+getattr(entry.run, "routine", None)  # import the strategy's modules before measuring
+with PeakRSS() as meter:
+    problem.solve(strategy=strategy, **options)
+print(json.dumps(meter.peak_mb))
+"""
+
+
+def peak_in_fresh_process(problem: object, strategy: str, options: dict,
+                          timeout: float = 3600.0) -> float | None:
+    """The peak resident memory (MiB, above the level once the data are loaded and the
+    strategy's modules imported) of one solve in a fresh Python process, so that no strategy
+    reuses memory another one freed (in one process the allocator keeps it, and the second
+    strategy's peak reads near 0). The problem goes to the child pickled through a private
+    temporary file; None where the problem cannot be pickled (Dask data) or /proc is missing.
+    """
+    import json
+    import pickle
+    import subprocess
+    import sys
+    import tempfile
+
+    if getattr(problem, "lazy", False):
+        return None
+    with tempfile.TemporaryDirectory(prefix="optmodels-mem-") as tmp:
+        path = os.path.join(tmp, "job.pkl")
+        with open(path, "wb") as fh:
+            pickle.dump((problem, strategy, dict(options)), fh)
+        proc = subprocess.run([sys.executable, "-c", _CHILD, path], capture_output=True,
+                              text=True, timeout=timeout, check=False)
+    if proc.returncode != 0:
+        raise RuntimeError(f"measuring the memory of strategy {strategy!r} in a fresh process "
+                           f"failed: {proc.stderr.strip().splitlines()[-1:]}")
+    value = json.loads(proc.stdout.strip().splitlines()[-1])
+    return None if value is None else float(value)

@@ -45,7 +45,9 @@ PANELS: list[tuple[str, str, str]] = [
 ]
 """(panel key, title, y label) in drawing order."""
 
-MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">")
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*", "<", ">", "h", "p", "d")
+"""13 markers against 10 colours: (colour, marker) differs for any two of the first 130
+strategy names."""
 LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1, 1, 1, 1, 1)), (0, (8, 2)))
 
 
@@ -63,8 +65,7 @@ def series(comparison: Any) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]
     """{history key: {strategy: (iterations, values)}} for every history in the comparison
     (keys of :data:`QUANTITIES`, values as recorded, non-finite entries dropped)."""
     out: dict[str, dict[str, tuple[np.ndarray, np.ndarray]]] = {}
-    for name, res in comparison.results.items():
-        history = res.extra.get("history") or []
+    for name, history in histories(comparison).items():
         for key in QUANTITIES:
             pts = [
                 (h.get("iteration", i), h[key])
@@ -77,16 +78,33 @@ def series(comparison: Any) -> dict[str, dict[str, tuple[np.ndarray, np.ndarray]
     return out
 
 
+def histories(comparison: Any) -> dict[str, list[dict[str, Any]]]:
+    """Each strategy's history: the comparison's (a loaded result file has only those), else
+    its results' ``extra["history"]``."""
+    if getattr(comparison, "histories", None):
+        return comparison.histories
+    return {name: res.extra.get("history") or [] for name, res in comparison.results.items()}
+
+
+def strategy_order() -> list[str]:
+    """Every registered strategy name of every problem, ``full`` first then sorted: the index
+    of a name here is its style, the same in every figure of every comparison."""
+    from optmodels.strategies import strategies_for
+
+    names = sorted({s for p in ("lad", "svm", "klr", "ridge") for s in strategies_for(p)})
+    return ["full", *[n for n in names if n != "full"]]
+
+
 def styles(comparison: Any) -> dict[str, dict[str, Any]]:
-    """One (colour, marker, line style) per strategy, in the comparison's order."""
-    return {
-        name: {
-            "color": f"C{i % 10}",
-            "marker": MARKERS[i % len(MARKERS)],
-            "linestyle": LINESTYLES[i % len(LINESTYLES)],
-        }
-        for i, name in enumerate(comparison.results)
-    }
+    """One (colour, marker, line style) per strategy, fixed by its name
+    (:func:`strategy_order`), so a strategy looks the same in every figure."""
+    order = strategy_order()
+    out = {}
+    for name in histories(comparison) or [r["strategy"] for r in comparison.records]:
+        i = order.index(name) if name in order else len(order) + len(out)
+        out[name] = {"color": f"C{i % 10}", "marker": MARKERS[i % len(MARKERS)],
+                     "linestyle": LINESTYLES[i % len(LINESTYLES)]}
+    return out
 
 
 Line = tuple[str, np.ndarray, np.ndarray, dict[str, Any]]
@@ -96,7 +114,9 @@ Line = tuple[str, np.ndarray, np.ndarray, dict[str, Any]]
 def panel_lines(comparison: Any) -> dict[str, list[Line]]:
     """{panel key: its lines} for the panels that have data (see the module docstring)."""
     data, sty = series(comparison), styles(comparison)
-    f_ref = comparison.results[comparison.reference].objective
+    f_ref = next(r["objective"] for r in comparison.records
+                 if r["strategy"] == comparison.reference)
+    f_ref = np.nan if f_ref is None else float(f_ref)
     scale = getattr(comparison, "scale", None) or (
         abs(f_ref) if np.isfinite(f_ref) and f_ref != 0 else 1.0
     )
@@ -120,25 +140,30 @@ def panel_lines(comparison: Any) -> dict[str, list[Line]]:
 
 def _wall_clock_lines(comparison: Any, sty: dict[str, dict[str, Any]], f_ref: float,
                       scale: float) -> list[Line]:
-    """Per strategy: its history's |f_t - f*| / scale against the history's seconds (AID's
-    E_best, the sketches' objective), and its final |ref_gap| at its wall-clock time."""
+    """Per strategy: its history's |f_t - f*| / scale against the history's own seconds (AID's
+    E_best, SMO's and the sketches' objective), and its final |ref_gap| as a large hollow
+    marker where its curve ends (the history's last time; the table's median call time for a
+    strategy without a timed history). The call's time includes the problem layer's
+    certificate after the last iteration, so the marker at the curve's end is where the
+    strategy stopped, not where the call returned."""
     lines: list[Line] = []
-    ref_gap = {r["strategy"]: r.get("ref_gap") for r in comparison.records}
-    for name, res in comparison.results.items():
+    rec = {r["strategy"]: r for r in comparison.records}
+    for name, history in histories(comparison).items():
         pts = [
             (h["time"], h.get("objective", h.get("E_best")))
-            for h in res.extra.get("history") or []
+            for h in history
             if h.get("time") is not None and h.get("objective", h.get("E_best")) is not None
         ]
         if pts:
             t, f = map(np.asarray, zip(*pts, strict=True))
             lines.append((name, t, np.abs(f - f_ref) / scale, sty[name]))
-        final = ref_gap.get(name)
-        if final is not None and res.time > 0:
+        final = rec.get(name, {}).get("ref_gap")
+        at = float(t[-1]) if pts else rec.get(name, {}).get("time_s")
+        if final is not None and at is not None and at > 0:
             end = {**sty[name], "linestyle": "none", "markersize": 10, "markerfacecolor": "none",
                    "markeredgewidth": 1.6}
             label = f"{name}: final" if pts else name
-            lines.append((label, np.array([res.time]), np.array([abs(final)]), end))
+            lines.append((label, np.array([at]), np.array([abs(final)]), end))
     return lines
 
 
@@ -172,9 +197,22 @@ def convergence_figure(comparison: Any, panels: list[str] | None = None) -> Any:
     keys = [k for k in known if lines.get(k) and (panels is None or k in panels)]
     fig = Figure(figsize=(9.0, 2.9 * len(keys)), layout="constrained")
     axes = fig.subplots(len(keys), 1, squeeze=False)
+    fig.suptitle(_instance_title(comparison), fontsize=11)
     for ax, key in zip(axes[:, 0], keys, strict=True):
         _draw_panel(ax, comparison.problem, key, lines[key])
     return fig
+
+
+def _instance_title(comparison: Any) -> str:
+    """``lad (n = 3,000, p = 4, quantile=0.5)``: the problem and the instance's size and
+    parameters (the source is in the result file and the table)."""
+    inst = getattr(comparison, "instance", None) or {}
+    if not inst:
+        return comparison.problem
+    params = [f"{k}={v}" for k, v in inst.items()
+              if k not in ("problem", "n", "p", "density", "source") and v is not None]
+    size = f"n = {inst['n']:,}, p = {inst['p']:,}"
+    return f"{comparison.problem} ({', '.join([size, *params[:4]])})"
 
 
 def _draw_panel(ax: Any, problem: str, key: str, lines: list[Line]) -> None:

@@ -79,4 +79,7 @@ def default_instance(
         raise ValueError(f"--generate takes n, p and seed; got {', '.join(sorted(unknown))}.")
     X, y = generate(name, n=int(spec["n"]), p=int(spec["p"]), seed=int(spec["seed"]))
     defaults = {"ridge": {"alpha": 10.0}}.get(name, {})
-    return make_problem(name, X, y, None, {**defaults, **(params or {})})
+    problem = make_problem(name, X, y, None, {**defaults, **(params or {})})
+    problem.source = (f"generated: optmodels.problems.generate({name!r}, n={int(spec['n'])}, "
+                      f"p={int(spec['p'])}, seed={int(spec['seed'])})")
+    return problem

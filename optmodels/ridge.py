@@ -197,7 +197,11 @@ class Ridge(Problem):
         ``sqrt(2 f(0) / sum_i s_i)``. (The training rows alone would allow a far tighter
         bound, ``sqrt(2 G / s_i)`` from H >= s_i c_i c_i', which says nothing of x's component
         off their span: at p > n that is what a new row's prediction sees.)"""
-        distance = strong_convexity_distance(res.objective - float(res.bound), self.alpha)
+        g = res.extra.get("gradient_norm")
+        # the same number when the bound is f - ||g||^2 / (2 alpha); from ||g|| directly it
+        # survives where f - bound rounds to 0
+        distance = (float(g) / self.alpha if g is not None and np.isfinite(g) else
+                    strong_convexity_distance(res.objective - float(res.bound), self.alpha))
         reach = None if self.lazy else self._max_centred_row_norm()
         decisions = None if reach is None else distance * reach
         unit = None if reach is None else float(

@@ -24,7 +24,7 @@ import numpy as np
 from optmodels.strategies import register
 from solvers import options as opt
 from solvers.errors import DataError
-from solvers.result import SolveResult
+from solvers.result import SolveResult, stable_norm
 from solvers.sparse import is_scipy_sparse
 from solvers.special import expit
 
@@ -342,7 +342,10 @@ def reevaluate(problem: Any, res: SolveResult) -> SolveResult:
         else:  # AID's bound is its aggregated LP's (a dual per cluster, repaired as above)
             res.extra["bound_source"] = "strategy"
     elif name == "ridge":
-        res.objective, res.bound = problem.objective(res.x), problem.lower_bound(res.x)
+        g = stable_norm(problem.gradient(res.x))
+        res.objective = problem.objective(res.x)
+        res.bound = problem.bound_from(res.objective, g)
+        res.extra["gradient_norm"] = g  # the solution certificate's ||grad f(x)|| / alpha
     res.extra["objective_source"] = "toolkit"
     res.extra.setdefault("bound_source", "toolkit")
     return res

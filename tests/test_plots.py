@@ -30,7 +30,8 @@ def _res(strategy: str, history: list[dict], objective: float, time: float) -> S
 def _comparison(strategies: dict[str, SolveResult]) -> Comparison:
     ref = strategies["full"].objective
     records = [
-        {"strategy": s, "ref_gap": (r.objective - ref) / max(1.0, abs(ref))}
+        {"strategy": s, "ref_gap": (r.objective - ref) / max(1.0, abs(ref)),
+         "objective": r.objective, "time_s": r.time}
         for s, r in strategies.items()
     ]
     return Comparison("lad", "full", records, strategies)

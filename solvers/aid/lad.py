@@ -454,7 +454,8 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
     ev = _Evaluation(data, agg, tol, quantile, box, screen=lp_solver == "simplex",
                      means=rule == "refine")
     st: dict[str, Any] = dict(history=[], E_best=np.inf, F=-np.inf, best=None, lp_time=0.0,
-                              termination=TerminationCondition.ITERATION_LIMIT, raw="")
+                              termination=TerminationCondition.ITERATION_LIMIT, raw="",
+                              solver="frisch-newton" if lp_solver == "ipm" else "highs")
     for it in range(1, max_iter + 1):
         remaining = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if remaining is not None and remaining <= 0:
@@ -637,6 +638,19 @@ def _original_model(
     return model
 
 
+def _lp_version(st: dict[str, Any]) -> str:
+    """The version of what solved the aggregated LPs: HiGHS's, or this toolkit's for its
+    Frisch-Newton interior point (:class:`solvers.aid.fn_lp.IpmLadLP`)."""
+    if st.get("solver") == "frisch-newton":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return f"optmodels {version('optmodels')}"
+        except PackageNotFoundError:
+            return "optmodels"
+    return _highs_version()
+
+
 def _result(st, agg, keep, n, fit_intercept, t0, sc, scale) -> SolveResult:
     term = st["termination"]
     extra: dict[str, Any] = dict(certified=False, history=st["history"],
@@ -644,8 +658,8 @@ def _result(st, agg, keep, n, fit_intercept, t0, sc, scale) -> SolveResult:
     if st["best"] is None:
         return SolveResult(termination=term, solution_status=SolutionStatus.NO_SOLUTION,
                            iterations=st["iterations"], solve_time=time.perf_counter() - t0,
-                           solver="highs", solver_version=_highs_version(), raw_status=st["raw"],
-                           strategy="aid", scale=scale, extra=extra)
+                           solver=st.get("solver", "highs"), solver_version=_lp_version(st),
+                           raw_status=st["raw"], strategy="aid", scale=scale, extra=extra)
     labels = agg.labels
     if keep is not None:
         full = np.full(n, -1, dtype=np.int64)
@@ -662,8 +676,8 @@ def _result(st, agg, keep, n, fit_intercept, t0, sc, scale) -> SolveResult:
         bound=F,
         iterations=st["iterations"],
         solve_time=time.perf_counter() - t0,
-        solver="highs",
-        solver_version=_highs_version(),
+        solver=st.get("solver", "highs"),
+        solver_version=_lp_version(st),
         raw_status=st["raw"],
         strategy="aid",
         extra=extra,
