@@ -45,6 +45,7 @@ from optmodels.svm import KERNEL_PARAMS, build_kernel, check_n_features, max_ker
 from optmodels.validation import Param
 from solvers.backend import get_backend
 from solvers.errors import DataError, ExportError
+from solvers.kernels import Kernel
 from solvers.result import (
     CERTIFICATE_TOL,
     SolutionCertificate,
@@ -113,6 +114,13 @@ class KLR(Problem):
 
     def gram(self) -> np.ndarray:
         return self.kernel_(self._X, self._X)
+
+    def kernel_rows(self) -> tuple[Kernel, Any, np.ndarray, np.ndarray]:
+        """For :meth:`Problem.kernel_check`: X holds the kept rows (for 'precomputed', the kept
+        rows of the kernel matrix, their columns ``kept_``)."""
+        rows = np.arange(self.n)
+        cols = np.flatnonzero(self.kept_) if self.kernel == "precomputed" else rows
+        return self.kernel_, self._X, rows, cols
 
     def kernel_matvec(self, v: np.ndarray, block_rows: int = 2048) -> np.ndarray:
         """K v; for the linear kernel X (X'v), O(n p) (dense or sparse X), else in row blocks."""

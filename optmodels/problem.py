@@ -19,7 +19,7 @@ import platform
 import sys
 import time
 from importlib import metadata
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 
@@ -30,11 +30,16 @@ from solvers.qp import QPData
 from solvers.result import (
     CERTIFICATE_TOL,
     SolutionCertificate,
+    SolutionStatus,
     SolveResult,
     TerminationCondition,
     certify,
 )
 from solvers.rows import is_dask
+
+if TYPE_CHECKING:
+    from optmodels.kernel_check import KernelCheck
+    from solvers.kernels import Kernel
 
 
 class FrozenParams(dict):
@@ -181,11 +186,39 @@ class Problem:
         scale = self.certificate_scale(res)
         if scale is None:
             return res
+        check = self.kernel_check(res)
+        if check is not None:
+            check.record(res.extra)
+            if check.psd is False:  # no bound: never a certified global optimum
+                return not_certified(res, check, scale, tol)
         solution = None
         if res.x is not None and np.isfinite(res.objective) and res.bound is not None \
                 and np.isfinite(res.bound):
             solution = self.solution_certificate(res)
         return certify(res, scale, tol=tol, failure=failure, solution=solution)
+
+    def kernel_rows(self) -> tuple[Kernel, Any, np.ndarray, np.ndarray | None] | None:
+        """(kernel, X, kept rows, their columns for a precomputed X) for :meth:`kernel_check`;
+        None for a problem without a kernel (the default)."""
+        return None
+
+    def kernel_check(self, res: SolveResult) -> KernelCheck | None:
+        """Whether the kernel matrix of the kept rows is positive semidefinite
+        (:mod:`optmodels.kernel_check`); None where the problem has no kernel, or one PSD by
+        construction (linear, rbf, poly with coef0 >= 0: nothing is computed). Up to
+        ``PSD_CHECK_MAX_ROWS`` rows the matrix is checked once per problem; above, from the
+        curvature the solver met (``res.extra["min_curvature"]``) and the diagonal."""
+        from optmodels import kernel_check as kc
+
+        given = None if self.lazy else self.kernel_rows()
+        if given is None or not kc.may_be_indefinite(given[0]):
+            return None
+        kernel, X, rows, cols = given
+        if rows.size > kc.PSD_CHECK_MAX_ROWS:
+            return kc.kernel_check(kernel, X, rows, cols, res.extra.get("min_curvature"))
+        if "_kernel_check" not in self.__dict__:
+            object.__setattr__(self, "_kernel_check", kc.kernel_check(kernel, X, rows, cols))
+        return self.__dict__["_kernel_check"]
 
     def solution_certificate(self, res: SolveResult) -> SolutionCertificate | None:
         """Proven bounds on the distance of ``res`` to the optimum, from its absolute gap
@@ -278,6 +311,26 @@ class Problem:
     def __repr__(self) -> str:
         shown = ", ".join(f"{k}={v!r}" for k, v in self.params.items())
         return f"{type(self).__name__}(n={self.n}, p={self.p}, {shown})"
+
+
+def not_certified(res: SolveResult, check: KernelCheck, scale: float, tol: float) -> SolveResult:
+    """The result on an indefinite kernel: its dual value is no bound, so no gap and no solution
+    certificate (bound, gap and the solution fields cleared; ``solution_unique`` None: the
+    problem is not convex), a claimed OPTIMAL / CERTIFIED becomes CONVERGED (a stationary point
+    at best) with a FEASIBLE solution, and ``raw_status`` names the cause (idempotent: a full
+    solve is certified twice)."""
+    res.scale, res.certificate_tol = float(scale), float(tol)
+    res.bound = res.gap = None
+    res.solution_bound = res.decision_bound = res.solution_gap = None
+    res.solution_unique = None
+    if res.termination in (TerminationCondition.OPTIMAL, TerminationCondition.CERTIFIED):
+        res.termination = TerminationCondition.CONVERGED
+    if res.solution_status is SolutionStatus.OPTIMAL:
+        res.solution_status = SolutionStatus.FEASIBLE
+    cause = check.cause()
+    if cause not in res.raw_status:
+        res.raw_status += cause
+    return res
 
 
 LIBRARIES = ("numpy", "scipy", "highspy", "clarabel", "cvxpy", "ecos", "threadpoolctl", "optmodels")

@@ -255,6 +255,10 @@ class SVM(Problem):
             return np.asarray(self._X @ (self._X.T @ v))
         return super().kernel_matvec(v, block_rows)
 
+    def kernel_rows(self) -> tuple[Kernel, Any, np.ndarray, None]:
+        """The rows the dual is solved on (C_i > 0) for :meth:`Problem.kernel_check`."""
+        return self.kernel_, self._X, np.flatnonzero(self.box > 0), None
+
     def natural_scale(self) -> float:
         """P(0, 0) = sum_i C_i, an upper bound on the optimum that scales with C and the
         weights (the "C n" of the SVM): gaps are measured against it."""

@@ -703,6 +703,7 @@ def test_case23_non_psd_kernel_gives_finite_alpha_or_a_flag():
     full = problem.solve()
     assert not full.is_optimal, "a non-convex dual cannot be certified by the QP backends"
     smo = problem.solve(strategy="smo")
+    assert not smo.is_optimal and smo.extra["kernel_psd"] is False  # the flag (issue 31)
     assert smo.x is not None and np.all(np.isfinite(smo.x))
     assert np.all(smo.x >= -1e-12) and np.all(smo.x <= problem.box + 1e-12)
     assert abs(y @ smo.x) <= 1e-8 * problem.box.sum()

@@ -187,6 +187,20 @@ def check_status(result: SolveResult, owner: str) -> SolveResult:
     if result.x is None or result.termination not in USABLE_LIMITS:
         result.require_optimal()
     gap = "unknown" if result.gap is None else f"{result.gap:.2e}"
+    if result.extra.get("kernel_psd") is False:  # no bound exists: no 'fix' by iterating
+        lam = result.extra.get("kernel_min_eigenvalue")
+        how = "its smallest eigenvalue is" if result.extra.get("kernel_check") == "eigvalsh" \
+            else "its smallest eigenvalue is at most"
+        warnings.warn(
+            f"{owner} (strategy {result.strategy!r}) stopped with termination="
+            f"{result.termination.value}: the kernel matrix is not positive semidefinite ({how} "
+            f"{lam:.4g}), so the dual is not concave and has no bound; the model is usable but "
+            f"not a certified global optimum (a stationary point at best). Pass a positive "
+            f"semidefinite kernel (e.g. the matrix with its negative eigenvalues clipped).",
+            ConvergenceWarning,
+            stacklevel=3,
+        )
+        return result
     if result.termination is TerminationCondition.INTERRUPTED:
         why = f", stopped by Ctrl-C at its best point so far (relative gap {gap})"
         fix = "Fit again and let it finish"

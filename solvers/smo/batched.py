@@ -257,7 +257,7 @@ def solve_dual_batched(
     st.shrink_every = SHRINK_EVERY if shrinking else 0
     st.min_drop, st.verbose = float(SHRINK_MIN_FRACTION), bool(verbose)
     st.gap_scale, st.gap_rel = (float(gap_scale) if ent else 0.0), float(gap_rel)
-    outer, steps, status, evals, rebuilds = _batched.batched_loop(
+    outer, steps, status, evals, rebuilds, min_curv = _batched.batched_loop(
         spec.kind, np.ascontiguousarray(spec.X, dtype=float),
         np.ascontiguousarray(spec.sqnorm, dtype=float), float(spec.gamma), float(spec.coef0),
         float(spec.degree), y, lo, up, lin, cent, qd, ent, alpha, beta, grad, Kc, trace, st)
@@ -273,7 +273,8 @@ def solve_dual_batched(
         alpha, grad, int(steps), bool(converged), m_up, m_low, objective, qa,
         stalled=status == STATUS_STALLED and not converged, kernel_evals=int(evals),
         reconstructions=int(rebuilds), history=history, outer_iterations=int(outer),
-        gap_stopped=status == STATUS_GAP, interrupted=status == STATUS_INTERRUPTED)
+        gap_stopped=status == STATUS_GAP, interrupted=status == STATUS_INTERRUPTED,
+        min_curvature=float(min_curv))
 
 
 __all__ = ["BatchedDualSolution", "solve_dual_batched"]

@@ -34,6 +34,7 @@ is chosen and the dual is minimised over alpha_B with alpha_N fixed::
 from __future__ import annotations
 
 import dataclasses
+import math
 import time
 import warnings
 
@@ -241,6 +242,9 @@ class BlockState:
     grad: np.ndarray
     iterations: int
     status: str
+    min_curvature: float = math.inf
+    """The most negative K_ii + K_jj - 2 K_ij over the pairs of the blocks solved (as
+    :attr:`solvers.smo.core.DualSolution.min_curvature`; < 0 proves K indefinite)."""
 
     @property
     def converged(self) -> bool:
@@ -263,12 +267,13 @@ def _block_loop(qmat: QMatrix, y, lo, up, lin, cent, start: BlockState, q, tol, 
     ent = cent is not None
     alpha, grad = start.alpha.copy(), start.grad.copy()
     it, status, stalls = 0, "optimal", 0
+    min_curv = start.min_curvature
     while True:
         m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
         if m_up - m_low <= tol:
             break
         if (certified is not None and it % CHECK_EVERY == 0 and it > 0
-                and certified(BlockState(alpha, grad, it, status))):
+                and certified(BlockState(alpha, grad, it, status, min_curv))):
             break
         if it >= max_iter:
             status = "iteration_limit"
@@ -279,6 +284,7 @@ def _block_loop(qmat: QMatrix, y, lo, up, lin, cent, start: BlockState, q, tol, 
         B = select_block(alpha, grad, y, lo, up, q)
         QB = qmat.columns(B)  # n x |B|
         Qbb = np.ascontiguousarray(QB[B])
+        min_curv = min(min_curv, pair_curvature(Qbb, y[B]))
         aB = alpha[B]
         hB = entropy_terms(aB, cent[B])[1] if ent else 0.0
         c = grad[B] - hB - Qbb @ aB
@@ -309,7 +315,16 @@ def _block_loop(qmat: QMatrix, y, lo, up, lin, cent, start: BlockState, q, tol, 
         if stalls >= 5:
             status = "numerical_error"
             break
-    return BlockState(alpha, grad, it, status)
+    return BlockState(alpha, grad, it, status, min_curv)
+
+
+def pair_curvature(Qbb: np.ndarray, yb: np.ndarray) -> float:
+    """min over i != j of K_ii + K_jj - 2 K_ij on a block (Q_ij = y_i y_j K_ij): q^2 entries
+    already in hand, against the q^3 of the block's QP."""
+    d = np.diag(Qbb)
+    curv = d[:, None] + d[None, :] - 2.0 * (yb[:, None] * yb[None, :]) * Qbb
+    np.fill_diagonal(curv, np.inf)
+    return float(curv.min()) if curv.size > 1 else math.inf
 
 
 def _start_state(qmat: QMatrix, alpha, lin, cent) -> BlockState:
@@ -408,7 +423,8 @@ def block_svm(
                "dual_objective": cert.objective, "classes": classes, "y": y_pm,
                # (Q alpha)_i = grad_i + 1, so f_i = y_i (grad_i + 1) + b from what the loop holds
                "decision_train": y_pm * (st.grad + 1.0) + cert.b,
-               "stopping_rule": stopping_rule(m_up - m_low, tol_met, tol, rounds, cert)},
+               "stopping_rule": stopping_rule(m_up - m_low, tol_met, tol, rounds, cert),
+               "min_curvature": st.min_curvature},
     )
 
 
@@ -473,5 +489,6 @@ def block_klr(
         f"relative gap {cert.gap:.1e}{note}",
         extra={"b": cert.b, "max_violation": m_up - m_low, "lam": lam,
                "classes": prob.classes, "y": prob.y,
-               "stopping_rule": stopping_rule(m_up - m_low, tol_met, tol, rounds, cert)},
+               "stopping_rule": stopping_rule(m_up - m_low, tol_met, tol, rounds, cert),
+               "min_curvature": st.min_curvature},
     )

@@ -57,6 +57,7 @@ Q for small problems comes from :func:`solvers.smo.kernel_sums.q_matrix`.
 from __future__ import annotations
 
 import dataclasses
+import math
 
 import numpy as np
 
@@ -177,6 +178,12 @@ class DualSolution:
     interrupted: bool = False
     """The run stopped on Ctrl-C (:mod:`solvers.interrupt`); alpha and its gradient are the
     loop's current point, consistent with each other."""
+    min_curvature: float = math.inf
+    """The most negative kernel curvature ``K_ii + K_jj - 2 K_ij`` (= Q_ii + Q_jj - 2 y_i y_j
+    Q_ij, without KLR's entropy terms) over the pairs the working-set scans met (+inf if none).
+    Below zero it proves K indefinite: v = e_i - e_j has v'Kv < 0, so the smallest eigenvalue
+    is at most half of it. LIBSVM replaces such a curvature by TAU and carries on; the dual
+    "bound" is then no bound (:func:`optmodels.kernel_check.kernel_check`)."""
 
     @property
     def violation(self) -> float:
@@ -459,7 +466,7 @@ def solve_dual(
                                  float(spec.gamma), float(spec.coef0), float(spec.degree), y)
     trace_it = np.full(TRACE_LENGTH, -1, dtype=np.int64)
     trace_v = np.zeros(TRACE_LENGTH)
-    it, status, n_rebuild, n_kernel = _smo.solve(
+    it, status, n_rebuild, n_kernel, min_curv = _smo.solve(
         cache.columns, y, lo, up, lin, cent, qd, ent, alpha, beta, grad, cache.gbar, warm,
         float(tol), int(max_iter), bool(shrinking), bool(verbose), trace_it, trace_v,
         gap_scale, float(gap_rel), float(time_limit) if time_limit is not None else 0.0,
@@ -481,7 +488,8 @@ def solve_dual(
                         reconstructions=int(n_rebuild), history=history, cache=cache,
                         gap_stopped=status == STATUS_GAP,
                         time_limited=status == STATUS_TIME_LIMIT,
-                        interrupted=status == STATUS_INTERRUPTED)
+                        interrupted=status == STATUS_INTERRUPTED,
+                        min_curvature=float(min_curv))
 
 
 __all__ = ["BATCHED_WORKING_SET", "ColumnCache", "DualSolution", "KIND_MATRIX", "TAU",

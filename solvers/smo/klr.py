@@ -298,6 +298,7 @@ def solve_klr_problem(
                                                stopped_by="gap" if sol.gap_stopped else "tol")
     res.extra["history"] = joined_history(runs)
     res.extra["kernel_evals"] = sum(r.kernel_evals for r in runs)
+    res.extra["min_curvature"] = min(r.min_curvature for r in runs)
     res.extra["working_set"] = q
     res.extra["start"] = "warm" if alpha0 is not None else start_kind
     res.extra["pilot_s"] = pilot_s

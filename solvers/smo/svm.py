@@ -214,6 +214,7 @@ def smo_svm(
         "kernel_evals": sum(r.kernel_evals for r in rounds_run),
         "working_set": q,
         "history": joined_history(rounds_run),
+        "min_curvature": min(r.min_curvature for r in rounds_run),
     }
     return SolveResult(
         termination=term,

@@ -287,6 +287,9 @@ struct Subproblem {
   const double *lo, *up, *cent, *qd;
   double* hdd;  // h''(alpha_t) for KLR, else 0
   bool ent;
+  // The most negative kernel curvature Q_ii + Q_tt - 2 y_i y_t Q_it (= K_ii + K_tt - 2 K_it)
+  // the scans met: < 0 proves K indefinite (v = e_i - e_t has v'Kv < 0). +inf if none seen.
+  double min_curv = std::numeric_limits<double>::infinity();
 
   // One pair step along (+y_i, -y_j): the step of dual_terms.hpp's pair_values and
   //   g_W += dalpha_i Q_Wi + dalpha_j Q_Wj [+ the change of h' at i, j].
@@ -334,6 +337,8 @@ struct Subproblem {
           const double bgap = gmax - m;
           if (bgap > 0.0) {
             double c = base + qd[t] + hdd[t] - 2.0 * y[i] * y[t] * qi[t];
+            const double kc = ent ? qd[i] + qd[t] - 2.0 * y[i] * y[t] * qi[t] : c;
+            if (kc < min_curv) min_curv = kc;
             if (c <= 0.0) c = TAU;
             const double gain = -bgap * bgap / c;
             if (gain <= best) { best = gain; j = t; }
@@ -398,6 +403,7 @@ struct Result {
   i64 outer = 0, steps = 0;
   int status = STATUS_CONVERGED;
   i64 evals = 0, rebuilds = 0;
+  double min_curv = std::numeric_limits<double>::infinity();  // Subproblem::min_curv, over all
 };
 
 // The batched loop on the cache Kc (n_slots slots of ld >= n entries of T; for KIND_MATRIX, Q
@@ -877,6 +883,7 @@ Result BatchedSolver<T>::run() {
     const i64 cap = std::min(S.inner_steps, S.max_iter - steps);
     const auto [s, stalled] = sub.solve(stop, cap);
     (void)stalled;
+    res.min_curv = std::min(res.min_curv, sub.min_curv);
     steps += s;
     long nnz = 0, ntc = 0;
     for (long k = 0; k < nw; ++k) {
@@ -963,7 +970,7 @@ KernelData kernel_data(int kind, const Mat& XT, const Vec& sqn, double gamma, do
 }
 
 template <class T>
-std::tuple<i64, i64, int, i64, i64> batched_loop(int kind, Mat XT, Vec sqn, double gamma,
+std::tuple<i64, i64, int, i64, i64, double> batched_loop(int kind, Mat XT, Vec sqn, double gamma,
                                                  double coef0, double degree, Vec y, Vec lo,
                                                  Vec up, Vec lin, Vec cent, Vec qd, bool ent,
                                                  VecOut alpha, VecOut beta, VecOut grad,
@@ -980,7 +987,7 @@ std::tuple<i64, i64, int, i64, i64> batched_loop(int kind, Mat XT, Vec sqn, doub
     nb::gil_scoped_release release;
     r = solver.run();
   }
-  return {r.outer, r.steps, r.status, r.evals, r.rebuilds};
+  return {r.outer, r.steps, r.status, r.evals, r.rebuilds, r.min_curv};
 }
 
 template <class T>

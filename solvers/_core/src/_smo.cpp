@@ -243,6 +243,10 @@ struct Trace {
 
 struct Outcome {
   int64_t iterations = 0, status = STATUS_CONVERGED, reconstructions = 0, kernel_evals = 0;
+  // The most negative kernel curvature Q_ii + Q_tt - 2 y_i y_t Q_it (= K_ii + K_tt - 2 K_it)
+  // the working-set scans met: < 0 proves K indefinite (v = e_i - e_t has v'Kv < 0); +inf if
+  // no pair was scanned.
+  double min_curvature = std::numeric_limits<double>::infinity();
 };
 
 template <class T>
@@ -436,6 +440,7 @@ Outcome Solver<T>::run() {
   const double* qd = pb_.qd;
   int64_t it = 0, status = STATUS_CONVERGED, n_trace = 0, next_trace = 1;
   bool unshrunk = false, just_rebuilt = false;
+  double min_curv = inf;
   int64_t counter = std::min<int64_t>(n_, 1000) + 1;
   const int64_t gap_every = std::min(n_, GAP_EVERY_PAIRS);
   int64_t gap_next = gap_every;
@@ -482,6 +487,8 @@ Outcome Solver<T>::run() {
           const double bgap = gmax - mt;
           if (bgap > 0.0) {
             double a = base + qd[t] + hdd_[t] - 2.0 * yi * y[t] * ci[t];
+            const double kc = pb_.ent ? qd[i] + qd[t] - 2.0 * yi * y[t] * ci[t] : a;
+            if (kc < min_curv) min_curv = kc;
             if (a <= 0.0) a = TAU;
             const double g = -bgap * bgap / a;
             if (g <= best) {
@@ -565,6 +572,7 @@ Outcome Solver<T>::run() {
   out.status = status;
   out.reconstructions = n_rebuild_;
   out.kernel_evals = cols_.kernel_evals() - evals0;
+  out.min_curvature = min_curv;
   return out;
 }
 
@@ -700,7 +708,8 @@ NB_MODULE(_smo, m) {
           else
             o = Solver<double>(cols, pb, st, opt, tr).run();
         }
-        return std::make_tuple(o.iterations, o.status, o.reconstructions, o.kernel_evals);
+        return std::make_tuple(o.iterations, o.status, o.reconstructions, o.kernel_evals,
+                               o.min_curvature);
       },
       nb::arg("columns"), nb::arg("y"), nb::arg("lo"), nb::arg("up"), nb::arg("lin"),
       nb::arg("cent"), nb::arg("qd"), nb::arg("ent"), nb::arg("alpha"), nb::arg("beta"),
@@ -708,7 +717,8 @@ NB_MODULE(_smo, m) {
       nb::arg("shrinking"), nb::arg("verbose"), nb::arg("trace_it"), nb::arg("trace_v"),
       nb::arg("gap_scale"), nb::arg("gap_rel"), nb::arg("time_limit"),
       "Run SMO in place on alpha, beta (= C - alpha), grad, gbar; returns (iterations, status, "
-      "reconstructions, kernel entries computed).");
+      "reconstructions, kernel entries computed, the most negative kernel curvature "
+      "K_ii + K_jj - 2 K_ij its scans met (+inf if none)).");
 
   m.def(
       "klr_gap",
