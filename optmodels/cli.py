@@ -647,27 +647,25 @@ def _exit_status(results: list[Any]) -> int:
 
 
 def _named_solution(problem: Any, res: Any, names: list[str]) -> dict[str, Any]:
-    """``coefficients`` {feature name: value} and ``intercept`` for LAD, ridge and the linear
-    SVM (w from ``extra['w']`` or X'(alpha y) in the dual form); ``n_support_vectors`` (alpha_i
-    above 1e-8 max alpha) for kernel models."""
-    if res.x is None:
+    """``coefficients`` {feature name: value} and ``intercept`` from the result's typed
+    solution (:mod:`solvers.solution`) for LAD, ridge and the linear SVM / KLR (w = sum_s
+    dual_coef_s x_s for a dual); ``n_support_vectors`` (alpha_i above 1e-8 max alpha) for the
+    other kernels."""
+    from solvers.solution import KernelSolution
+
+    sol = res.solution
+    if sol is None:
         return {}
-    extra = res.extra
-    w = np.asarray(res.x, dtype=float).ravel()
-    if getattr(problem, "NAME", "") in ("svm", "klr") and extra.get("form") != "primal":
-        alpha = np.asarray(extra.get("alpha", res.x), dtype=float)
-        if problem.NAME == "klr" or problem.kernel != "linear":
+    if isinstance(sol, KernelSolution):
+        if sol.kernel.name != "linear":
+            alpha = np.asarray(res.extra.get("alpha", res.x), dtype=float)
             n_sv = int(np.count_nonzero(alpha > SUPPORT_REL * max(float(alpha.max()), 0.0)))
-            return {"n_support_vectors": int(extra.get("n_sv", n_sv))}
-        w = np.asarray(extra["w"] if extra.get("w") is not None
-                       else problem._X.T @ (alpha * problem.y), dtype=float)
-    if w.size != len(names):
+            return {"n_support_vectors": int(res.extra.get("n_sv", n_sv))}
+        sol = sol.linear()
+    if sol.coef.size != len(names):
         return {}
-    out: dict[str, Any] = {"coefficients": dict(zip(names, w.tolist(), strict=True))}
-    tail = next((k for k in ("intercept", "b") if extra.get(k) is not None), None)
-    if tail is not None:
-        out["intercept"] = float(extra[tail])
-    return out
+    return {"coefficients": dict(zip(names, sol.coef.tolist(), strict=True)),
+            "intercept": float(sol.intercept)}
 
 
 SUPPORT_REL = 1e-8
@@ -753,7 +751,10 @@ def _compare(args: argparse.Namespace) -> int:
     if args.out:
         table.save(args.out)
     if args.json:
-        print(json.dumps(table.records))
+        names = (data.feature_names if args.data else
+                 [f"x{j + 1}" for j in range(problem.p)])
+        print(json.dumps([{**rec, **_named_solution(problem, table.results[rec["strategy"]],
+                                                     names)} for rec in table.records]))
     else:
         print(_formatted(table, args.format))
     if args.plot:

@@ -12,7 +12,7 @@ the estimators reaches the problems as its matrix, ``precomputed``) and ``poly``
 ``coef0``. ``linear``, ``rbf`` and ``poly`` with ``coef0 >= 0`` are PSD by construction (Gram
 matrices, their Schur products and nonnegative combinations, Gaussians) and cost nothing.
 
-How (:func:`check_matrix`, :func:`check_curvature`):
+How (:func:`psd_of_matrix`, :func:`psd_of_curvature`):
 
 * n <= :data:`PSD_CHECK_MAX_ROWS` kept rows: a Cholesky factorisation of ``K + tol I`` (n^3 / 3
   flops, 0.2 s at n = 2000) accepts a PSD K; when it fails, ``scipy.linalg.eigvalsh(K,
@@ -108,7 +108,7 @@ class KernelCheck:
                 f"e.g. with the negative eigenvalues clipped)")
 
 
-def check_matrix(K: Any) -> KernelCheck:
+def psd_of_matrix(K: Any) -> KernelCheck:
     """The direct check of a (kept rows') kernel matrix: Cholesky of ``K + tol I`` accepts,
     otherwise eigvalsh's smallest eigenvalue decides. Only the symmetric part enters the duals'
     quadratic forms, so that is what is checked."""
@@ -128,7 +128,7 @@ def check_matrix(K: Any) -> KernelCheck:
     return KernelCheck(lam >= -tol, lam, "eigvalsh", tol, n)
 
 
-def check_curvature(diag: np.ndarray, min_curvature: float | None) -> KernelCheck:
+def psd_of_curvature(diag: np.ndarray, min_curvature: float | None) -> KernelCheck:
     """The check above :data:`PSD_CHECK_MAX_ROWS` rows, from the diagonal of K and the most
     negative pair curvature a solver met (None: the strategy reports none)."""
     diag = np.asarray(diag, dtype=float)
@@ -158,17 +158,17 @@ def kernel_check(kernel: Kernel, X: Any, rows: np.ndarray, cols: np.ndarray | No
     if kernel.name == "precomputed":
         cols = rows if cols is None else np.asarray(cols)
         if n > PSD_CHECK_MAX_ROWS:  # the diagonal K_{r_k, c_k} only
-            return check_curvature(np.asarray(X[rows, cols], dtype=float).ravel(),
+            return psd_of_curvature(np.asarray(X[rows, cols], dtype=float).ravel(),
                                    min_curvature)
         whole = X.shape == (n, n) and np.array_equal(rows, cols) \
             and np.array_equal(rows, np.arange(n))
         K = X if whole else (X[rows][:, cols] if is_scipy_sparse(X) else X[np.ix_(rows, cols)])
-        return check_matrix(K)
+        return psd_of_matrix(K)
     Xk = X[rows]
     if n <= PSD_CHECK_MAX_ROWS:
-        return check_matrix(kernel(Xk, Xk))
-    return check_curvature(kernel.diag(Xk), min_curvature)
+        return psd_of_matrix(kernel(Xk, Xk))
+    return psd_of_curvature(kernel.diag(Xk), min_curvature)
 
 
-__all__ = ["PSD_CHECK_MAX_ROWS", "PSD_REL_TOL", "KernelCheck", "check_curvature", "check_matrix",
+__all__ = ["PSD_CHECK_MAX_ROWS", "PSD_REL_TOL", "KernelCheck", "psd_of_curvature", "psd_of_matrix",
            "kernel_check", "may_be_indefinite", "psd_tolerance"]

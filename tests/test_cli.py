@@ -114,7 +114,8 @@ def test_compare_json_and_table(lad_csv):
     assert rows[0]["ref_gap"] == 0.0 and proc.stderr == ""
     proc = run("compare", "ridge", "--generate", "n=300,p=20,seed=1", "--strategies", "full")
     assert proc.returncode == 0, proc.stderr
-    assert "reference = full" in proc.stdout and "[1/1]" in proc.stderr
+    assert "reference: full" in proc.stdout and "seed=1" in proc.stdout
+    assert "ridge: full (run 3/3) ..." in proc.stderr
 
 
 def test_generate_is_deterministic(tmp_path):

@@ -156,7 +156,7 @@ def test_large_n_detects_indefiniteness_by_the_curvature_smo_met(monkeypatch, pr
     K = sigmoid(X, X)
     assert np.diag(K).min() > 0  # the diagonal cannot show it
     monkeypatch.setattr(kc, "PSD_CHECK_MAX_ROWS", 10)
-    monkeypatch.setattr(kc, "check_matrix", _no_matrix_check)
+    monkeypatch.setattr(kc, "psd_of_matrix", _no_matrix_check)
     monkeypatch.setattr(scipy.linalg, "eigvalsh", _no_matrix_check)
     res = PROBLEMS[problem](K, y, kernel="precomputed", C=1.0).solve("smo", **options)
     assert_no_claim(res)
@@ -176,7 +176,7 @@ def test_large_n_block_records_the_curvature_of_its_blocks(monkeypatch):
     X, y = sigmoid_data()
     K = sigmoid(X, X)
     monkeypatch.setattr(kc, "PSD_CHECK_MAX_ROWS", 10)
-    monkeypatch.setattr(kc, "check_matrix", _no_matrix_check)
+    monkeypatch.setattr(kc, "psd_of_matrix", _no_matrix_check)
     res = KLR(K, y, kernel="precomputed", C=1.0).solve("block")
     assert_no_claim(res)
     assert res.extra["kernel_check"] == "smo curvature"
@@ -186,7 +186,7 @@ def test_large_n_block_records_the_curvature_of_its_blocks(monkeypatch):
 def test_large_n_negative_diagonal_is_enough(monkeypatch):
     K, y = shifted_kernel()
     monkeypatch.setattr(kc, "PSD_CHECK_MAX_ROWS", 10)
-    monkeypatch.setattr(kc, "check_matrix", _no_matrix_check)
+    monkeypatch.setattr(kc, "psd_of_matrix", _no_matrix_check)
     res = SVM(K, y, kernel="precomputed", C=1.0).solve("smo", working_set=8)
     assert_no_claim(res)
     assert res.extra["kernel_min_eigenvalue"] <= np.diag(K).min() + 1e-12
@@ -196,7 +196,7 @@ def test_large_n_negative_diagonal_is_enough(monkeypatch):
 def test_large_n_psd_kernel_is_unchecked_not_refused(monkeypatch):
     X, y = psd_data()
     monkeypatch.setattr(kc, "PSD_CHECK_MAX_ROWS", 10)
-    monkeypatch.setattr(kc, "check_matrix", _no_matrix_check)
+    monkeypatch.setattr(kc, "psd_of_matrix", _no_matrix_check)
     res = SVM(X @ X.T, y, kernel="precomputed", C=1.0).solve("smo")
     assert res.is_optimal
     assert res.extra["kernel_psd"] is None and res.extra["kernel_check"] == "none"
@@ -210,8 +210,8 @@ def test_large_n_psd_kernel_is_unchecked_not_refused(monkeypatch):
 def test_kernels_psd_by_construction_cost_nothing(monkeypatch, problem, params):
     monkeypatch.setattr(scipy.linalg, "eigvalsh", _no_matrix_check)
     monkeypatch.setattr(np.linalg, "eigvalsh", _no_matrix_check)
-    monkeypatch.setattr(kc, "check_matrix", _no_matrix_check)
-    monkeypatch.setattr(kc, "check_curvature", _no_matrix_check)
+    monkeypatch.setattr(kc, "psd_of_matrix", _no_matrix_check)
+    monkeypatch.setattr(kc, "psd_of_curvature", _no_matrix_check)
     X, y = psd_data()
     res = PROBLEMS[problem](X, y, C=1.0, **params).solve("smo")
     assert res.is_optimal
@@ -248,7 +248,7 @@ def test_the_check_is_invariant_to_rescaling(factor):
     K = sigmoid(X, X)
     Xp, _ = psd_data()
     G = Xp @ Xp.T  # rank 4 of 80: eigenvalues of ~1e-14 relative either side of 0
-    bad, good = kc.check_matrix(factor * K), kc.check_matrix(factor * G)
+    bad, good = kc.psd_of_matrix(factor * K), kc.psd_of_matrix(factor * G)
     assert bad.psd is False
     assert bad.min_eigenvalue == pytest.approx(factor * np.linalg.eigvalsh(K)[0], rel=1e-9)
     assert good.psd is True
