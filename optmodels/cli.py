@@ -204,6 +204,12 @@ def _parser() -> argparse.ArgumentParser:
         metavar="KEY=VALUE,...",
         help="generate the instance (e.g. n=10000,p=10,seed=0)",
     )
+    src.add_argument(
+        "--instances", nargs="+", default=None, metavar="SPEC",
+        help="several instances, one comparison each and a table across them: data files, "
+             "globs of data files, built-in datasets (stackloss, breast_cancer) or "
+             "generate:n=N,p=P,seed=S",
+    )
     c.add_argument(
         "--strategies",
         default=None,
@@ -735,6 +741,8 @@ def _compare(args: argparse.Namespace) -> int:
     for name in names:
         options_for(args.problem, name)
     model_params, options = _split_params(args.problem, args.param, names)
+    if args.instances:
+        return _compare_instances(args, names, model_params, options)
     if args.data:
         data = _load(args)
         problem = make_problem(args.problem, data.X, data.y, data.sample_weight, model_params)
@@ -762,6 +770,70 @@ def _compare(args: argparse.Namespace) -> int:
     return 0
 
 
+BUILTIN_DATASETS = ("stackloss", "breast_cancer")
+"""Names ``--instances`` reads as the shipped datasets (instances.load_<name>)."""
+
+
+def _instance_problems(args: argparse.Namespace, model_params: dict[str, Any]) -> list[Any]:
+    """The problems of ``--instances``: each data file (a glob expands to its files, sorted),
+    built-in dataset or ``generate:KEY=VALUE,...`` spec, with its ``source`` named."""
+    import glob
+
+    import instances
+    from instances.io import load
+    from optmodels.problems import default_instance
+
+    problems = []
+    for spec in args.instances:
+        if spec in BUILTIN_DATASETS:
+            data = getattr(instances, f"load_{spec}")()
+            sources = [(data, f"built-in instances.load_{spec}()")]
+        elif spec.startswith("generate:"):
+            gen = parse_param_strings(spec.removeprefix("generate:").split(","))
+            problem = default_instance(args.problem, {k: _literal(v) for k, v in gen.items()},
+                                       model_params)
+            problems.append(problem)
+            continue
+        else:
+            files = sorted(glob.glob(spec)) if glob.has_magic(spec) else [spec]
+            if not files:
+                raise ValueError(f"--instances {spec!r} matches no file; give data files, a "
+                                 f"glob that matches some, {', '.join(BUILTIN_DATASETS)} or "
+                                 "generate:n=N,p=P,seed=S.")
+            sources = [(load(f, target=args.target, weight=args.weight), f"file {f}")
+                       for f in files]
+        for data, source in sources:
+            problem = make_problem(args.problem, data.X, data.y, data.sample_weight,
+                                   model_params)
+            problem.source = source
+            problems.append(problem)
+    return problems
+
+
+def _compare_instances(args: argparse.Namespace, names: list[str],
+                       model_params: dict[str, Any], options: dict[str, Any]) -> int:
+    """``compare --instances``: one comparison per instance, their tables and the table
+    across instances, one result file (``--out``) and one figure per instance (``--plot``
+    FILE.png gives FILE_1.png, FILE_2.png, ...)."""
+    from optmodels.compare import compare_instances, save_study, study_frame, study_text
+
+    problems = _instance_problems(args, model_params)
+    tables = compare_instances(problems, names, options=options, progress=not args.quiet,
+                               repeat=args.repeat, warmup=not args.no_warmup,
+                               memory=args.memory)
+    if args.out:
+        save_study(args.out, tables)
+    if args.json:
+        print(study_frame(tables).reset_index().to_json(orient="records"))
+    else:
+        print(study_text(tables, args.format))
+    if args.plot:
+        for i, table in enumerate(tables, 1):
+            path = Path(args.plot)
+            table.plot(str(path.with_name(f"{path.stem}_{i}{path.suffix}")))
+    return 0
+
+
 def _formatted(table: Any, fmt: str) -> str:
     """The comparison's table in ``fmt`` (:data:`TABLE_FORMATS`)."""
     return {"text": table.to_text, "md": table.to_markdown, "latex": table.to_latex,
@@ -769,18 +841,25 @@ def _formatted(table: Any, fmt: str) -> str:
 
 
 def _table(args: argparse.Namespace) -> int:
-    from optmodels.compare import Comparison
+    from optmodels.compare import load_results, study_text
 
-    print(_formatted(Comparison.load(args.results), args.format))
+    tables = load_results(args.results)
+    print(_formatted(tables[0], args.format) if len(tables) == 1
+          else study_text(tables, args.format))
     return 0
 
 
 def _plot(args: argparse.Namespace) -> int:
-    from optmodels.compare import Comparison
+    from optmodels.compare import load_results
 
     _require("matplotlib", "optmodels plot")
-    Comparison.load(args.results).plot(args.out)
-    print(f"wrote {args.out}")
+    tables = load_results(args.results)
+    path = Path(args.out)
+    outs = [path] if len(tables) == 1 else [
+        path.with_name(f"{path.stem}_{i}{path.suffix}") for i in range(1, len(tables) + 1)]
+    for table, out in zip(tables, outs, strict=True):
+        table.plot(str(out))
+        print(f"wrote {out}")
     return 0
 
 

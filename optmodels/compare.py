@@ -55,6 +55,8 @@ EXTRA_COLUMNS: list[tuple[str, str, str]] = [
 
 RESULT_FORMAT = "optmodels-comparison/1"
 """The ``format`` field of a comparison's result file (:meth:`Comparison.save`)."""
+STUDY_FORMAT = "optmodels-study/1"
+"""The ``format`` field of a result file of several instances (:func:`save_study`)."""
 
 
 def _json_default(v: Any) -> Any:
@@ -185,39 +187,31 @@ class Comparison:
         / ``optmodels table``) reads back to re-tabulate and re-plot without re-running:
         the instance, the timing method, the records and every strategy's history. Written
         to a temporary file in the same directory and renamed, so no half file is left."""
-        import json
-        import os
-        import tempfile
 
-        doc = {"format": RESULT_FORMAT, "problem": self.problem, "reference": self.reference,
-               "scale": _num(self.scale), "instance": self.instance, "timing": self.timing,
-               "records": self.records, "histories": self.histories}
-        text = json.dumps(doc, indent=1, default=_json_default)
-        folder = os.path.dirname(os.path.abspath(path))
-        fd, tmp = tempfile.mkstemp(prefix=".optmodels-", suffix=".json", dir=folder)
-        try:
-            with os.fdopen(fd, "w") as fh:
-                fh.write(text)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        return str(path)
+        return _write_json(path, self.to_document())
+
+    def to_document(self) -> dict[str, Any]:
+        """The result file's JSON document (:meth:`save`)."""
+        return {"format": RESULT_FORMAT, "problem": self.problem, "reference": self.reference,
+                "scale": _num(self.scale), "instance": self.instance, "timing": self.timing,
+                "records": self.records, "histories": self.histories}
+
+    @classmethod
+    def from_document(cls, doc: dict[str, Any]) -> Comparison:
+        """The comparison of a document written by :meth:`to_document`."""
+        return cls(doc["problem"], doc["reference"], doc["records"], {}, doc.get("scale"),
+                   doc.get("instance", {}), doc.get("timing", {}), doc.get("histories", {}))
 
     @classmethod
     def load(cls, path: str) -> Comparison:
         """The comparison of a result file written by :meth:`save` (its ``results`` empty:
         the tables and figures need only the records and histories)."""
-        import json
 
-        with open(path) as fh:
-            doc = json.load(fh)
-        if not isinstance(doc, dict) or doc.get("format") != RESULT_FORMAT:
-            raise ValueError(f"{path} is not an optmodels comparison result file (format "
-                             f"{RESULT_FORMAT!r}); write one with compare(...).save(path) or "
-                             "optmodels compare --out FILE.json.")
-        return cls(doc["problem"], doc["reference"], doc["records"], {}, doc.get("scale"),
-                   doc.get("instance", {}), doc.get("timing", {}), doc.get("histories", {}))
+        comparisons = load_results(path)
+        if len(comparisons) != 1:
+            raise ValueError(f"{path} holds {len(comparisons)} comparisons (a study of several "
+                             "instances); read it with optmodels.compare.load_results(path).")
+        return comparisons[0]
 
     def plot(self, path: str) -> str:
         """Write the convergence figure (see :mod:`optmodels.plots`); needs matplotlib
@@ -520,3 +514,112 @@ def solution_distance(x: np.ndarray | None, x_ref: np.ndarray | None) -> float |
         return None
     norm = float(np.linalg.norm(x_ref))
     return float(np.linalg.norm(x - x_ref) / (norm if norm > 0 else 1.0))
+
+
+def _write_json(path: str, doc: dict[str, Any]) -> str:
+    """Write ``doc`` to ``path`` through a temporary file in the same directory, renamed into
+    place, so no half-written result file is ever left."""
+    import json
+    import os
+    import tempfile
+
+    text = json.dumps(doc, indent=1, default=_json_default)
+    folder = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".optmodels-", suffix=".json", dir=folder)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return str(path)
+
+
+def load_results(path: str) -> list[Comparison]:
+    """The comparisons of a result file: one (:meth:`Comparison.save`) or a study's several
+    (:func:`save_study`)."""
+    import json
+
+    with open(path) as fh:
+        try:
+            doc = json.load(fh)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path} is not a JSON result file ({exc.msg} at line "
+                             f"{exc.lineno}); write one with optmodels compare --out "
+                             "FILE.json.") from None
+    if isinstance(doc, dict) and doc.get("format") == RESULT_FORMAT:
+        return [Comparison.from_document(doc)]
+    if isinstance(doc, dict) and doc.get("format") == STUDY_FORMAT:
+        return [Comparison.from_document(d) for d in doc["comparisons"]]
+    raise ValueError(f"{path} is not an optmodels comparison result file (format "
+                     f"{RESULT_FORMAT!r} or {STUDY_FORMAT!r}); write one with "
+                     "compare(...).save(path) or optmodels compare --out FILE.json.")
+
+
+def compare_instances(
+    problems: list[Any],
+    strategies: list[str] | tuple[str, ...] = ("full",),
+    **kwargs: Any,
+) -> list[Comparison]:
+    """:func:`compare` on each problem of ``problems`` (each names its data in
+    ``problem.source``: a file, a built-in dataset, or a generator with its seed), with the
+    same strategies and keyword arguments; :func:`study_frame` tabulates them together and
+    :func:`save_study` writes them to one result file."""
+    return [compare(p, strategies, **kwargs) for p in problems]
+
+
+def save_study(path: str, comparisons: list[Comparison]) -> str:
+    """One result file for several comparisons (:func:`load_results` reads it back)."""
+    return _write_json(path, {"format": STUDY_FORMAT,
+                              "comparisons": [c.to_document() for c in comparisons]})
+
+
+STUDY_COLUMNS = ("n", "p", "termination", "certified", "time_s", "speedup", "first_s",
+                 "ref_gap", "distance", "iterations")
+"""The columns of the table across instances, one row per (instance, strategy)."""
+
+
+def study_frame(comparisons: list[Comparison]) -> Any:
+    """A pandas DataFrame across instances: one row per (instance, strategy), indexed by the
+    instance's source and the strategy, with :data:`STUDY_COLUMNS`."""
+    import pandas as pd
+
+    rows = []
+    for c in comparisons:
+        name = c.instance.get("source") or c.problem
+        for r in c.records:
+            rows.append({"instance": name, "strategy": r["strategy"],
+                         "n": c.instance.get("n"), "p": c.instance.get("p"),
+                         **{k: r.get(k) for k in STUDY_COLUMNS if k not in ("n", "p")}})
+    return pd.DataFrame(rows).set_index(["instance", "strategy"])
+
+
+def study_text(comparisons: list[Comparison], fmt: str = "text") -> str:
+    """Every comparison's table in ``fmt`` ("text", "md", "latex"; "csv" gives the table
+    across instances, :func:`study_frame`, as CSV), then for text and Markdown the table
+    across instances."""
+    if fmt == "csv":
+        return study_frame(comparisons).to_csv()
+    render = {"text": Comparison.to_text, "md": Comparison.to_markdown,
+              "latex": Comparison.to_latex}[fmt]
+    parts = [render(c) for c in comparisons]
+    if len(comparisons) > 1 and fmt in ("text", "md"):
+        frame = study_frame(comparisons)
+        cells = frame.reset_index()
+        for col, kind in (("time_s", "seconds"), ("first_s", "seconds"), ("speedup", "ratio"),
+                          ("ref_gap", "gap"), ("distance", "gap")):
+            cells[col] = [_cell(v, kind) for v in cells[col]]
+        cells["certified"] = ["yes" if v else "no" for v in cells["certified"]]
+        table = cells.to_string(index=False) if fmt == "text" else _markdown_table(cells)
+        parts.append(("across instances:\n" if fmt == "text" else "**Across instances**\n\n")
+                     + table)
+    return "\n\n".join(parts)
+
+
+def _markdown_table(frame: Any) -> str:
+    """A DataFrame as a Markdown table (pandas' to_markdown needs the tabulate package)."""
+    head = [str(c) for c in frame.columns]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.values]
+    return "\n".join(lines)

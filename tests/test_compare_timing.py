@@ -173,3 +173,39 @@ def test_cli_refuses_a_repeat_below_one():
     with pytest.raises(SystemExit) as exc:
         main(["compare", "lad", "--repeat", "0"])
     assert exc.value.code == 2
+
+
+def test_many_instances_one_result_file(tmp_path, capsys):
+    from optmodels.compare import load_results, study_frame
+
+    rng = np.random.default_rng(6)
+    from instances.io import save
+
+    for i in range(2):
+        X = rng.normal(size=(600, 3))
+        save(str(tmp_path / f"inst_{i}.csv"), X, X @ np.ones(3) + rng.laplace(size=600))
+    out = tmp_path / "study.json"
+    rc = main(["compare", "lad", "--instances", str(tmp_path / "inst_*.csv"), "stackloss",
+               "generate:n=800,p=2,seed=3", "--quiet", "--repeat", "1", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert rc == 0 and text.count("instance: lad") == 4 and "across instances:" in text
+    tables = load_results(str(out))
+    assert [t.instance["n"] for t in tables] == [600, 600, 21, 800]
+    assert tables[2].instance["source"] == "built-in instances.load_stackloss()"
+    assert "seed=3" in tables[3].instance["source"]
+    frame = study_frame(tables)
+    assert frame.shape[0] == 8 and set(frame.index.get_level_values("strategy")) == {"full",
+                                                                                     "aid"}
+    # each comparison's objective is its own problem's optimum, independently recomputed
+    import instances
+    from optmodels import LAD
+    d = instances.load_stackloss()
+    assert tables[2].records[0]["objective"] == pytest.approx(LAD(d.X, d.y).solve().objective,
+                                                              rel=1e-9)
+    assert main(["table", str(out), "--format", "csv"]) == 0
+    csv = pd.read_csv(__import__("io").StringIO(capsys.readouterr().out))
+    assert len(csv) == 8
+    with pytest.raises(ValueError, match="holds 4 comparisons"):
+        Comparison.load(str(out))
+    assert main(["compare", "lad", "--instances", str(tmp_path / "none_*.csv"), "--quiet"]) == 2
+    assert "matches no file" in capsys.readouterr().err
