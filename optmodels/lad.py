@@ -28,12 +28,18 @@ import numpy as np
 
 from optmodels.problem import Problem
 from optmodels.validation import Param
+from solvers.errors import DataError
 from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, SolutionStatus, SolveResult, TerminationCondition
 from solvers.rows import any_dask, is_dask
 from solvers.solution import LinearSolution
 from solvers.sparse import is_scipy_sparse
-from solvers.validation import check_array, check_sample_weight, check_target
+from solvers.validation import (
+    check_array,
+    check_coef_constraints,
+    check_sample_weight,
+    check_target,
+)
 
 FORMS = ("primal", "dual")
 
@@ -79,10 +85,14 @@ class LAD(Problem):
 
     def __init__(
         self, X: Any, y: Any, *, sample_weight: Any = None, feature_names: Any = None,
-        **params: Any,
+        constraints: Any = None, bounds: Any = None, **params: Any,
     ) -> None:
         self._set_params(params)
+        self.coef_constraints = None
         if any_dask(X, y, sample_weight):
+            if constraints is not None or bounds is not None:
+                raise DataError("constraints= and bounds= need X in memory (the constrained "
+                                "full solve); pass X.compute(), y.compute().")
             self._set_dask_data(X, y, sample_weight)
         else:
             self._X = check_array(X, "X", min_features=0 if self.params["fit_intercept"] else 1,
@@ -90,6 +100,8 @@ class LAD(Problem):
             self.y = check_target(y, self.n)
             self.sample_weight = check_sample_weight(sample_weight, self.n)
             self._natural = None
+            self.coef_constraints = check_coef_constraints(constraints, bounds, self.p,
+                                                           self.fit_intercept, "LAD")
         self.feature_names = feature_names
 
     def _set_dask_data(self, X: Any, y: Any, sample_weight: Any) -> None:
@@ -206,15 +218,25 @@ class LAD(Problem):
         A = sp.hstack([sp.csr_matrix(D), eye, -eye], format="csr")
         inf = np.full(k, np.inf)
         blocks = [("beta", self.p)] + ([("intercept", 1)] if self.fit_intercept else [])
+        row_lo, row_hi, row_blocks = self.y, self.y, [("residual", n)]
+        theta_lo, theta_hi = -inf, inf
+        cc = self.coef_constraints
+        if cc is not None:  # lo <= G theta <= hi as rows, lb <= theta <= ub as column bounds
+            if cc.m:
+                G = sp.hstack([sp.csr_matrix(cc.G), sp.csr_matrix((cc.m, 2 * n))], format="csr")
+                A = sp.vstack([A, G], format="csr")
+                row_lo, row_hi = np.r_[self.y, cc.lo], np.r_[self.y, cc.hi]
+                row_blocks = [*row_blocks, ("coef_constraint", cc.m)]
+            theta_lo, theta_hi = cc.lb, cc.ub
         return QPData(
             c=np.concatenate([np.zeros(k), c_plus, c_minus]),
             A=A,
-            row_lo=self.y,
-            row_hi=self.y,
-            col_lo=np.concatenate([-inf, np.zeros(2 * n)]),
-            col_hi=np.full(k + 2 * n, np.inf),
+            row_lo=row_lo,
+            row_hi=row_hi,
+            col_lo=np.concatenate([theta_lo, np.zeros(2 * n)]),
+            col_hi=np.concatenate([theta_hi, np.full(2 * n, np.inf)]),
             col_blocks=blocks + [("e_plus", n), ("e_minus", n)],
-            row_blocks=[("residual", n)],
+            row_blocks=row_blocks,
             name="lad_primal",
             col_labels=self._labels("beta"),
         )
@@ -270,6 +292,8 @@ class LAD(Problem):
         kwargs = dict(
             tol=tol, time_limit=time_limit, max_iter=max_iter, verbose=verbose, options=options
         )
+        if self.coef_constraints is not None:
+            return self._solve_constrained(solver, **kwargs)
         res = self._solve_form(form, solver, **kwargs)
         if form == "dual" and res.termination is TerminationCondition.NUMERICAL_ERROR:
             first = res
@@ -279,6 +303,39 @@ class LAD(Problem):
                 "dual form: " + first.raw_status,
                 *res.extra.get("attempts", []),
             ]
+        return res
+
+    def _solve_constrained(self, solver: str, **kwargs: Any) -> SolveResult:
+        """The constrained model by its primal LP (the constraints are declared on beta,
+        beta0), solved on y and X divided by a power of two t near the targets' spread: the
+        model is then exactly the original with E divided by t, beta the same and beta0
+        divided by t (the intercept's column of G multiplied by t, its bounds divided by t), so
+        the solver works on numbers near 1 whatever the data's scale (HiGHS's absolute
+        tolerances wrecked a model whose data were multiplied by 1e-10), and the result maps
+        back exactly: E and the verified bound times t, beta0 times t."""
+        from scipy.optimize import Bounds, LinearConstraint
+
+        spread = self.best_constant_loss() / float(np.sum(self.sample_weight))
+        t = 2.0 ** round(float(np.log2(spread))) if spread > 0 else 1.0
+        if t == 1.0:
+            return self._solve_form("primal", solver, **kwargs)
+        cc = self.coef_constraints
+        G, lb, ub = cc.G.copy(), cc.lb.copy(), cc.ub.copy()
+        if self.fit_intercept:
+            G[:, -1] *= t
+            lb[-1], ub[-1] = lb[-1] / t, ub[-1] / t
+        scaled = LAD(self._X / t, self.y / t, sample_weight=self.sample_weight,
+                     constraints=LinearConstraint(G, cc.lo, cc.hi) if cc.m else None,
+                     bounds=Bounds(lb, ub), **self.params)
+        res = scaled._solve_form("primal", solver, **kwargs)
+        if res.x is not None:
+            intercept = float(res.extra["intercept"]) * t
+            res.extra["intercept"] = intercept
+            res.objective = self.objective(res.x, intercept)
+            res.bound = None if res.bound is None else float(res.bound) * t
+            res.extra["data_scale"] = t
+            return self.certify(res, tol=kwargs["tol"],
+                                failure=TerminationCondition.NUMERICAL_ERROR)
         return res
 
     def _solve_form(

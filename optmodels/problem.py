@@ -244,7 +244,12 @@ class Problem:
         qp = self.qp(*form)
         build = time.perf_counter() - t0
         floor = self.natural_scale() or 0.0
-        res = solve_qp(qp, solver, feasible_bounded=True, scale_floor=floor, **kwargs)
+        # a model without the user's constraints is feasible and bounded by construction (an
+        # "infeasible" verdict is then a solver failure); with them, infeasibility is possible
+        # and the backend checks the solver's Farkas certificate
+        constrained = getattr(self, "coef_constraints", None) is not None
+        res = solve_qp(qp, solver, feasible_bounded=not constrained, scale_floor=floor,
+                       **kwargs)
         res.build_time = build
         return qp, res
 

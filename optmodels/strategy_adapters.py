@@ -103,11 +103,27 @@ def dense_X(problem: Any, strategy: str) -> Any:
     return X.toarray()
 
 
+def takes_no_constraints(strategy: str, problem_name: str) -> Callable[[Any], str | None]:
+    """The refusal of a strategy that cannot carry the user's constraints on the
+    coefficients (``constraints=`` / ``bounds=``): it would solve the unconstrained model."""
+
+    def refusal(problem: Any) -> str | None:
+        cc = getattr(problem, "coef_constraints", None)
+        if cc is None:
+            return None
+        return (f"Strategy {strategy!r} of {problem_name} does not take constraints on the "
+                f"coefficients (this problem has {cc.describe()}): it would solve the model "
+                "without them. Use strategy 'full', which solves the constrained model.")
+
+    return refusal
+
+
 # ---- LAD ----------------------------------------------------------------------------------------
 _LAD_FIXED = {"X", "y", "sample_weight", "fit_intercept", "quantile", "natural_scale"}
 
 
-@adapter("lad", "aid", "solvers.aid:aid_lad", _LAD_FIXED, opt.AID_LAD)
+@adapter("lad", "aid", "solvers.aid:aid_lad", _LAD_FIXED, opt.AID_LAD,
+         refuses=(takes_no_constraints("aid", "lad"),))
 def _lad_aid(problem: Any, **options: Any) -> SolveResult:
     from solvers.aid import aid_lad
 

@@ -223,6 +223,10 @@ def primal_residual(qp: QPData, x: np.ndarray) -> float:
     )
 
 
+COL_SCALE_FLOOR = 1e-9
+"""A column's dual residual is relative to its terms plus this share of the largest column's."""
+
+
 def check_kkt(
     qp: QPData, x: np.ndarray, y: np.ndarray | None, scale_floor: float = 0.0
 ) -> KKTReport:
@@ -241,7 +245,15 @@ def check_kkt(
     g = qp.offset
     x_inf = float(np.max(np.abs(x), initial=0.0))
     y_inf = float(np.max(np.abs(y), initial=0.0))
-    col_scale = np.abs(qp.c) + (_abs_max(qp.A, 0) * y_inf if qp.n_rows else 0.0)
+    # a column's dual residual is relative to the magnitude of the terms z_j sums,
+    # |c_j| + sum_i |A_ij y_i| (what round-off in z_j scales with). The cruder
+    # max_i |A_ij| * max_i |y_i| let a constraint row of unit entries and zero multiplier set
+    # the scale of a column whose data entries are 1e-10: a reduced cost 8e-8 pressing on an
+    # infinite bound then read as 6e-8 relative, and an invalid "bound" passed (issue 33).
+    # A floor of 1e-9 of the largest column's terms keeps a multiplier of round-off size
+    # (1e-17 on a row a Farkas ray does not use) from reading as a residual of 100 %.
+    col_terms = np.abs(qp.c) + (abs(qp.A).T @ np.abs(y) if qp.n_rows else 0.0)
+    col_scale = col_terms + COL_SCALE_FLOOR * float(np.max(col_terms, initial=0.0))
     terms = float(np.abs(qp.c) @ np.abs(x)) + abs(qp.offset)
     if not qp.is_lp:
         px = qp.P @ x

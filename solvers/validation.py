@@ -378,3 +378,76 @@ def class_weight_vector(class_weight: Any, y: np.ndarray) -> np.ndarray:
     if isinstance(class_weight, dict) and set(class_weight) <= {-1, 1}:
         return np.where(y > 0, float(class_weight.get(1, 1.0)), float(class_weight.get(-1, 1.0)))
     raise DataError(f"class_weight must be {CLASS_WEIGHT_FORMS}; got {class_weight!r}.")
+
+
+def check_coef_constraints(constraints: Any, bounds: Any, p: int, fit_intercept: bool,
+                           owner: str) -> Any:
+    """The constraints and bounds on the coefficients theta = (beta, beta0) as one
+    :class:`solvers.constraints.CoefConstraints`, or None when both are None.
+
+    ``constraints``: a :class:`scipy.optimize.LinearConstraint` or a list of them, each with
+    A of p columns (on beta; the intercept gets a zero column) or p + 1 (beta, then the
+    intercept; only with ``fit_intercept``); ``bounds``: a :class:`scipy.optimize.Bounds` with
+    p or p + 1 entries (a scalar side applies to every coefficient; without the intercept's
+    entry it is free). A must be finite, lb / ub not NaN, and lb <= ub on every row and bound.
+    """
+    from scipy.optimize import Bounds, LinearConstraint
+
+    from solvers.constraints import CoefConstraints
+
+    if constraints is None and bounds is None:
+        return None
+    k = p + int(fit_intercept)
+    widths = f"{p} (beta)" + (f" or {k} (beta, then the intercept)" if fit_intercept else "")
+    items = [] if constraints is None else (
+        list(constraints) if isinstance(constraints, (list, tuple)) else [constraints])
+    rows, los, his = [], [], []
+    for j, c in enumerate(items):
+        name = "constraints" if len(items) == 1 else f"constraints[{j}]"
+        if not isinstance(c, LinearConstraint):
+            raise DataError(f"{name!r} of {owner} must be a scipy.optimize.LinearConstraint(A, "
+                            f"lb, ub) or a list of them; got {type(c).__name__}.")
+        A = np.atleast_2d(np.asarray(c.A.toarray() if hasattr(c.A, "toarray") else c.A,
+                                     dtype=float))
+        if A.ndim != 2 or A.shape[1] not in (p, k):
+            raise DataError(f"{name!r} of {owner}: A has shape {A.shape}; it needs {widths} "
+                            "columns, one per coefficient.")
+        check_finite(A, f"{name}.A")
+        if A.shape[1] == p and k > p:
+            A = np.column_stack([A, np.zeros(A.shape[0])])
+        lo, hi = (np.broadcast_to(np.asarray(v, dtype=float), (A.shape[0],)).copy()
+                  for v in (c.lb, c.ub))
+        _check_sides(lo, hi, f"{name}.lb", f"{name}.ub", owner)
+        rows.append(A), los.append(lo), his.append(hi)
+    lb, ub = np.full(k, -np.inf), np.full(k, np.inf)
+    if bounds is not None:
+        if not isinstance(bounds, Bounds):
+            raise DataError(f"'bounds' of {owner} must be a scipy.optimize.Bounds(lb, ub); got "
+                            f"{type(bounds).__name__}.")
+        blo, bhi = (np.asarray(v, dtype=float) for v in (bounds.lb, bounds.ub))
+        size = max(blo.size, bhi.size)
+        if size not in (1, p, k):
+            raise DataError(f"'bounds' of {owner} has {size} entries; it needs {widths}, one "
+                            "per coefficient (or a scalar for all).")
+        width = k if size == 1 else size
+        lb[:width] = np.broadcast_to(blo, (width,))
+        ub[:width] = np.broadcast_to(bhi, (width,))
+        _check_sides(lb, ub, "bounds.lb", "bounds.ub", owner)
+    G = np.vstack(rows) if rows else np.zeros((0, k))
+    lo = np.concatenate(los) if los else np.zeros(0)
+    hi = np.concatenate(his) if his else np.zeros(0)
+    return CoefConstraints(G, lo, hi, lb, ub)
+
+
+def _check_sides(lo: np.ndarray, hi: np.ndarray, lo_name: str, hi_name: str,
+                 owner: str) -> None:
+    """No NaN, and lo <= hi entry by entry (a side may be -inf / +inf)."""
+    for v, name in ((lo, lo_name), (hi, hi_name)):
+        if np.isnan(v).any():
+            raise DataError(f"{name!r} of {owner} contains NaN; use -np.inf / np.inf for a free "
+                            "side.")
+    bad = np.flatnonzero(lo > hi)
+    if bad.size:
+        i = int(bad[0])
+        raise DataError(f"{lo_name!r} exceeds {hi_name!r} at entry {i} ({lo[i]:g} > {hi[i]:g}) "
+                        f"in {owner}: no coefficient can satisfy it. Swap or fix the sides.")

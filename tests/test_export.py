@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import scipy.sparse as sp
+from scipy.optimize import Bounds, LinearConstraint
 
 from optmodels.export import read, read_highs, write
 from optmodels.lad import LAD
@@ -21,6 +22,9 @@ YC = np.where(X[:, 0] + 0.3 * rng.normal(size=40) > 0, 1.0, -1.0)
 MODELS = [
     ("lad-primal", lambda: LAD(X, Y), "primal"),
     ("lad-dual", lambda: LAD(X, Y), "dual"),
+    ("lad-constrained", lambda: LAD(X, Y, constraints=LinearConstraint([[1.0, 1.0, 1.0]],
+                                                                       -np.inf, 0.5),
+                                    bounds=Bounds([-2.0, 0.0, -2.0, -1.0], 2.0)), "primal"),
     ("svm-primal", lambda: SVM(X, YC), "primal"),
     ("svm-dual-rbf", lambda: SVM(X, YC, kernel="rbf"), "dual"),
     ("ridge", lambda: Ridge(X, Y, alpha=2.0), "residual"),

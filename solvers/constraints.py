@@ -1,0 +1,63 @@
+"""Linear constraints and bounds on a linear model's coefficients (issue 33).
+
+    lo <= G theta <= hi,    lb <= theta <= ub,    theta = (beta, beta0)
+
+theta is the coefficient vector with the intercept last where the model fits one. The public
+types are scipy's (:class:`scipy.optimize.LinearConstraint`, :class:`scipy.optimize.Bounds`):
+:func:`solvers.validation.check_coef_constraints` turns them into one :class:`CoefConstraints`
+(a constraint written on beta alone gets a zero column for the intercept). Equalities are rows
+with lo = hi; -inf / +inf leave a side free.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+
+@dataclasses.dataclass(frozen=True)
+class CoefConstraints:
+    """``lo <= G theta <= hi`` (m rows) and ``lb <= theta <= ub`` on the k coefficients."""
+
+    G: np.ndarray
+    lo: np.ndarray
+    hi: np.ndarray
+    lb: np.ndarray
+    ub: np.ndarray
+
+    @property
+    def m(self) -> int:
+        """The number of constraint rows."""
+        return int(self.G.shape[0])
+
+    @property
+    def k(self) -> int:
+        """The number of coefficients (beta, then the intercept where there is one)."""
+        return int(self.lb.shape[0])
+
+    def max_violation(self, theta: np.ndarray) -> float:
+        """The largest violation of a row or a bound at ``theta``, relative to
+        ``1 + |side|`` (0 when theta is feasible)."""
+        theta = np.asarray(theta, dtype=float)
+        worst = 0.0
+        if self.m:
+            g = self.G @ theta
+            worst = max(worst, float(np.max(np.maximum(self.lo - g, 0.0)
+                                            / (1.0 + np.abs(np.nan_to_num(self.lo))))),
+                        float(np.max(np.maximum(g - self.hi, 0.0)
+                                     / (1.0 + np.abs(np.nan_to_num(self.hi))))))
+        worst = max(worst, float(np.max(np.maximum(self.lb - theta, 0.0)
+                                        / (1.0 + np.abs(np.nan_to_num(self.lb))),
+                                        initial=0.0)),
+                    float(np.max(np.maximum(theta - self.ub, 0.0)
+                                 / (1.0 + np.abs(np.nan_to_num(self.ub))), initial=0.0)))
+        return worst
+
+    def describe(self) -> str:
+        """``2 rows (1 equality), bounds on 3 coefficients`` (for messages and summaries)."""
+        eq = int(np.count_nonzero(self.lo == self.hi))
+        bounded = int(np.count_nonzero(np.isfinite(self.lb) | np.isfinite(self.ub)))
+        return (f"{self.m} constraint row{'s' if self.m != 1 else ''} ({eq} equalit"
+                f"{'ies' if eq != 1 else 'y'}), bounds on {bounded} coefficient"
+                f"{'s' if bounded != 1 else ''}")
