@@ -24,7 +24,7 @@ import numpy as np
 from optmodels.strategies import register
 from solvers import options as opt
 from solvers.errors import DataError
-from solvers.result import SolveResult, stable_norm
+from solvers.result import SolveResult, TerminationCondition, stable_norm
 from solvers.sparse import is_scipy_sparse
 from solvers.special import expit
 
@@ -119,11 +119,13 @@ def takes_no_constraints(strategy: str, problem_name: str) -> Callable[[Any], st
 
 
 # ---- LAD ----------------------------------------------------------------------------------------
-_LAD_FIXED = {"X", "y", "sample_weight", "fit_intercept", "quantile", "natural_scale"}
+_LAD_FIXED = {"X", "y", "sample_weight", "fit_intercept", "quantile", "natural_scale",
+              "constraints"}
+CONSTRAINT_TOL = 1e-9
+"""Largest relative violation of the user's constraints a returned theta may have."""
 
 
-@adapter("lad", "aid", "solvers.aid:aid_lad", _LAD_FIXED, opt.AID_LAD,
-         refuses=(takes_no_constraints("aid", "lad"),))
+@adapter("lad", "aid", "solvers.aid:aid_lad", _LAD_FIXED, opt.AID_LAD)
 def _lad_aid(problem: Any, **options: Any) -> SolveResult:
     from solvers.aid import aid_lad
 
@@ -134,8 +136,18 @@ def _lad_aid(problem: Any, **options: Any) -> SolveResult:
         fit_intercept=problem.fit_intercept,
         quantile=problem.quantile,
         natural_scale=problem.best_constant_loss(),
+        constraints=problem.coef_constraints,
         **options,
     )
+    cc = problem.coef_constraints
+    if cc is not None and res.x is not None:  # the returned theta, checked on the user's units
+        theta = np.r_[res.x, res.extra["intercept"]] if problem.fit_intercept else res.x
+        violation = cc.max_violation(theta)
+        res.extra["constraint_violation"] = violation
+        if violation > CONSTRAINT_TOL:
+            res.termination = TerminationCondition.NUMERICAL_ERROR
+            res.raw_status += (f"; the coefficients violate the constraints by {violation:.1e} "
+                               f"(relative), above {CONSTRAINT_TOL:.0e}")
     # res.objective is AID's E_best, the objective of the returned beta evaluated on every row
     # (on power-of-two rescaled data, undone exactly); verify="independent" recomputes it
     return res

@@ -388,8 +388,9 @@ def check_coef_constraints(constraints: Any, bounds: Any, p: int, fit_intercept:
     ``constraints``: a :class:`scipy.optimize.LinearConstraint` or a list of them, each with
     A of p columns (on beta; the intercept gets a zero column) or p + 1 (beta, then the
     intercept; only with ``fit_intercept``); ``bounds``: a :class:`scipy.optimize.Bounds` with
-    p or p + 1 entries (a scalar side applies to every coefficient; without the intercept's
-    entry it is free). A must be finite, lb / ub not NaN, and lb <= ub on every row and bound.
+    p or p + 1 entries (a scalar applies to every entry of beta; without the intercept's
+    entry, the intercept is free). A must be finite, lb / ub not NaN, and lb <= ub on every
+    row and bound.
     """
     from scipy.optimize import Bounds, LinearConstraint
 
@@ -428,8 +429,8 @@ def check_coef_constraints(constraints: Any, bounds: Any, p: int, fit_intercept:
         size = max(blo.size, bhi.size)
         if size not in (1, p, k):
             raise DataError(f"'bounds' of {owner} has {size} entries; it needs {widths}, one "
-                            "per coefficient (or a scalar for all).")
-        width = k if size == 1 else size
+                            "per coefficient (or a scalar for every entry of beta).")
+        width = p if size == 1 else size  # a scalar bounds beta; the intercept stays free
         lb[:width] = np.broadcast_to(blo, (width,))
         ub[:width] = np.broadcast_to(bhi, (width,))
         _check_sides(lb, ub, "bounds.lb", "bounds.ub", owner)

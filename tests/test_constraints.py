@@ -78,14 +78,40 @@ def test_infeasible_constraints_are_reported_with_a_checked_certificate(tracking
     assert "certificate checked" in res.raw_status
 
 
-def test_strategies_that_would_drop_the_constraints_refuse_them(tracking):
+@pytest.mark.parametrize("tau", [0.5, 0.2])
+def test_aid_certifies_the_constrained_model_at_the_full_optimum(tracking, tau):
+    """AID carries the constraints into the aggregated LP: certified, at the full solve's
+    optimum (and CVXPY's), with coefficients that satisfy the constraints; the aggregation was
+    used (fewer clusters than rows)."""
     X, y = tracking
-    prob = LAD(X, y, bounds=Bounds(0, np.inf))
-    why = accepted(prob)
-    assert why["full"] is None
-    assert "does not take constraints" in why["aid"] and "strategy 'full'" in why["aid"]
-    with pytest.raises(DataError, match="does not take constraints"):
-        prob.solve("aid")
+    X, y = np.tile(X, (4, 1)), np.tile(y, 4) + np.repeat(np.arange(4) * 0.01, 1500)
+    cons = [LinearConstraint(np.ones((1, 6)), 1, 1)]
+    prob = LAD(X, y, quantile=tau, constraints=cons, bounds=Bounds(0, np.inf))
+    full, aid = prob.solve(), prob.solve("aid")
+    ref, _ = _cvxpy_lad(X, y, tau, lambda b, b0: [b >= 0, cp.sum(b) == 1], True)
+    assert aid.termination is TerminationCondition.CERTIFIED, aid.raw_status
+    assert aid.extra["n_clusters_final"] < X.shape[0] / 2
+    scale = prob.natural_scale()
+    assert abs(aid.objective - full.objective) <= 1e-9 * scale
+    assert abs(aid.objective - ref) <= 1e-7 * scale
+    assert aid.bound <= full.objective + 1e-9 * scale  # F bounds the constrained optimum
+    assert aid.x.min() >= -1e-12 and aid.x.sum() == pytest.approx(1.0, abs=1e-12)
+    # the unconstrained AID optimum is lower: the constraints were not dropped
+    assert LAD(X, y, quantile=tau).solve("aid").objective < aid.objective - 1e-6 * scale
+
+
+def test_aid_stops_at_once_on_infeasible_constraints(tracking):
+    X, y = tracking
+    prob = LAD(X, y, bounds=Bounds(0, np.inf),
+               constraints=LinearConstraint(np.ones((1, 6)), -np.inf, -1.0))
+    res = prob.solve("aid")
+    assert res.termination is TerminationCondition.INFEASIBLE and res.x is None
+    assert res.iterations == 0 and "certificate checked" in res.raw_status
+
+
+def test_every_lad_strategy_accepts_constraints(tracking):
+    X, y = tracking
+    assert set(accepted(LAD(X, y, bounds=Bounds(0, np.inf))).values()) == {None}
 
 
 def test_pyomo_model_carries_the_constraints(tracking):

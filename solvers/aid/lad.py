@@ -68,6 +68,7 @@ from solvers import interrupt
 from solvers.aid.aggregation import Aggregate, aggregate, split_by_rule
 from solvers.aid.certificate import pure_verdict
 from solvers.aid.clustering import LAD_METHODS, lad_clusters, pk_start
+from solvers.aid.constrained import ConstrainedLadLP, scaled_constraints
 from solvers.aid.fn_lp import IpmLadLP, heavy_clusters
 from solvers.aid.lad_lp import (
     AggregatedLadLP,
@@ -79,6 +80,7 @@ from solvers.aid.lad_lp import (
 )
 from solvers.aid.scaling import LadScaling, worst_scaled
 from solvers.aid.screening import MarginScreen, pure_part
+from solvers.constraints import CoefConstraints
 from solvers.errors import DataError
 from solvers.result import (
     SolutionStatus,
@@ -130,6 +132,7 @@ def aid_lad(
     verbose: bool = False,
     seed: int = 0,
     natural_scale: float | None = None,
+    constraints: CoefConstraints | None = None,
 ) -> SolveResult:
     """Solve weighted LAD (``quantile=0.5``) or quantile regression exactly by AID.
 
@@ -200,6 +203,12 @@ def aid_lad(
         :func:`lad_natural_scale` of these data when the caller has it (the LAD problem
         passes its own); computed here otherwise. In memory only (on Dask the checked rows
         keep it).
+    constraints : solvers.constraints.CoefConstraints, optional
+        Linear constraints and bounds on (beta, beta0) (in memory only): the aggregated LP
+        carries them and is solved in primal form by HiGHS, cold each iteration, its verified
+        dual objective the bound F; the certificate holds unchanged
+        (:mod:`solvers.aid.constrained`). ``init="auto"`` is then "band", ``split="auto"``
+        "refine", and ``lp``, ``warm_start``, ``sift`` do not apply.
 
     Returns
     -------
@@ -242,8 +251,19 @@ def aid_lad(
     max_iter = check_int(max_iter, "max_iter", f)
     time_limit = check_positive(time_limit, "time_limit", f, none_ok=True)
     zero_tol = check_nonnegative(zero_tol, "zero_tol", f)
-    init, lp, split = _resolve_auto(init, check_choice(lp, "lp", f, LP_SOLVERS),
-                                    check_choice(split, "split", f, SPLIT_RULES))
+    lp = check_choice(lp, "lp", f, LP_SOLVERS)
+    if constraints is not None:
+        if not isinstance(constraints, CoefConstraints):
+            raise DataError(f"'constraints' of {f} must be a solvers.constraints."
+                            f"CoefConstraints (LAD(..., constraints=..., bounds=...) builds "
+                            f"one); got {type(constraints).__name__}.")
+        if data is not None:
+            raise DataError("Constraints on the coefficients need the data in memory; pass "
+                            "X.compute(), y.compute().")
+        lp = "simplex"  # for _resolve_auto: the band start and the refine split
+    init, lp, split = _resolve_auto(init, lp, check_choice(split, "split", f, SPLIT_RULES))
+    if constraints is not None:
+        lp, warm_start, sift = "constrained", False, False
     quantile = check_quantile(quantile)
     if not isinstance(fit_intercept, (bool, np.bool_)):
         raise ValueError(f"'fit_intercept' must be True or False; got {fit_intercept!r}.")
@@ -258,8 +278,10 @@ def aid_lad(
                                                 quantile, natural_scale)
     tol = zero_tol * (1.0 + data.max_abs_y)
     scale = natural if natural > 0 else 1.0
+    scaled = (None if constraints is None
+              else scaled_constraints(constraints, sc.col, sc.t, fit_intercept))
     state = _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, tol,
-                 callback, verbose, t0, split, sift, sc, scale, quantile, lp)
+                 callback, verbose, t0, split, sift, sc, scale, quantile, lp, scaled)
     return _result(state, agg, keep, n, fit_intercept, t0, sc, scale)
 
 
@@ -438,13 +460,16 @@ def _fix_settled(lp: SiftedLadLP, mixed: np.ndarray, v: np.ndarray, coef: np.nda
 
 
 def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, tol,
-         callback, verbose, t0, rule, sift, sc, scale, quantile, lp_solver) -> dict[str, Any]:
+         callback, verbose, t0, rule, sift, sc, scale, quantile, lp_solver,
+         constraints=None) -> dict[str, Any]:
     """The AID loop on the scaled rows (``data``: :class:`solvers.rows.LadRows` or its Dask
     twin); st["E_best"], st["F"] in scaled units."""
     p = agg.SX.shape[1]
     unit, scale_s, abs_y = sc.unit, scale * sc.unit, data.abs_y
     box = quantile_box(quantile)
-    if lp_solver == "ipm":
+    if lp_solver == "constrained":
+        lp = ConstrainedLadLP(_with_intercept(agg, fit_intercept), agg.SY, box, constraints)
+    elif lp_solver == "ipm":
         kind, sift = IpmLadLP, False
         lp = IpmLadLP(_with_intercept(agg, fit_intercept), agg.SY, box=box, weights=agg.W,
                       start=agg.start)
@@ -473,11 +498,18 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
             st["termination"] = out.termination
             st["raw"] = f"aggregated LP of iteration {it}: {out.raw}"
             break
+        if lp_solver == "constrained" and out.termination is TerminationCondition.INFEASIBLE:
+            # the aggregated model has the original's feasible set: no theta satisfies the
+            # constraints (the backend checked the solver's Farkas certificate)
+            st["termination"] = TerminationCondition.INFEASIBLE
+            st["raw"] = (f"the constraints admit no coefficients: the aggregated LP of "
+                         f"iteration {it} is infeasible ({out.raw})")
+            break
         _check_lp(out, it, lp_solver, data)
         if callback is not None:
             callback(it, _original_model(agg, fit_intercept, sc, box), agg.labels)
         SXa, coef = _with_intercept(agg, fit_intercept), out.coef
-        F = dual_bound(SXa, agg.SY, out.v, abs_y, box)
+        F = out.bound if out.bound is not None else dual_bound(SXa, agg.SY, out.v, abs_y, box)
         beta, b = coef[:p], (coef[p] if fit_intercept else 0.0)
         st["F"] = max(st["F"], F)  # every F^t is a valid bound, so is their maximum
         if rule == "near" and type(data) is not LadRows:
@@ -514,7 +546,9 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
         sums = (_with_intercept(agg, fit_intercept), agg.SY)
         if lp_solver == "ipm":
             lp.weights = agg.W
-        if warm_start:
+        if lp_solver == "constrained":
+            lp.rebuild(*sums)
+        elif warm_start:
             if sift:
                 _fix_settled(lp, mixed, out.v, coef)
             lp.split(old_ids, new_ids, *sums, coef)
@@ -603,6 +637,7 @@ class _Evaluation:
 
 
 LP_SUBSOLVER_NAMES = {
+    "constrained": "HiGHS (the constrained aggregated LP)",
     "simplex": "HiGHS (dual simplex)",
     "ipm": "the Frisch-Newton interior point (HiGHS simplex as its fallback)",
 }
@@ -616,7 +651,7 @@ def _check_lp(out: LpOutcome, it: int, lp_solver: str, data: Any) -> None:
         term, raw = TerminationCondition.NUMERICAL_ERROR, f"{raw} without a solution"
     if term is TerminationCondition.OPTIMAL:
         return  # the diagnosis reads every column (a pass over Dask data): only on failure
-    other = "simplex" if lp_solver == "ipm" else "ipm"
+    other = {"ipm": "simplex", "simplex": "ipm"}.get(lp_solver, "simplex")
     check_subproblem(term, raw, strategy="aid", subsolver=LP_SUBSOLVER_NAMES[lp_solver],
                      what=f"the aggregated LP of iteration {it}",
                      fix=f"{_diagnosis(data)}; or try lp={other!r}")

@@ -197,6 +197,9 @@ class LpOutcome:
     raw: str
     coef: np.ndarray | None = None
     v: np.ndarray | None = None
+    bound: float | None = None
+    """A verified lower bound on the aggregated optimum where the LP computes one itself (the
+    constrained LP, :mod:`solvers.aid.constrained`); None: AID's :func:`dual_bound` of v."""
 
 
 def read_outcome(h: highspy.Highs, q: int) -> LpOutcome:
