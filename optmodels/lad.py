@@ -324,8 +324,9 @@ class LAD(Problem):
         if self.fit_intercept:
             G[:, -1] *= t
             lb[-1], ub[-1] = lb[-1] / t, ub[-1] / t
+        rows = type(cc)(G, cc.lo, cc.hi, lb, ub).rows_normalized()
         scaled = LAD(self._X / t, self.y / t, sample_weight=self.sample_weight,
-                     constraints=LinearConstraint(G, cc.lo, cc.hi) if cc.m else None,
+                     constraints=LinearConstraint(rows.G, rows.lo, rows.hi) if cc.m else None,
                      bounds=Bounds(lb, ub), **self.params)
         res = scaled._solve_form("primal", solver, **kwargs)
         if res.x is not None:

@@ -24,6 +24,7 @@ import numpy as np
 
 from optmodels.problem import Problem
 from optmodels.validation import Param
+from solvers.errors import DataError
 from solvers.qp import QPData
 from solvers.result import (
     CERTIFICATE_TOL,
@@ -38,7 +39,12 @@ from solvers.rows import any_dask, is_dask
 from solvers.sketch import RIDGE_METHODS
 from solvers.solution import LinearSolution
 from solvers.sparse import CentredSparse, is_scipy_sparse
-from solvers.validation import check_array, check_sample_weight, check_target
+from solvers.validation import (
+    check_array,
+    check_coef_constraints,
+    check_sample_weight,
+    check_target,
+)
 
 
 class Ridge(Problem):
@@ -77,10 +83,14 @@ class Ridge(Problem):
 
     def __init__(
         self, A: Any, b: Any, *, sample_weight: Any = None, feature_names: Any = None,
-        **params: Any,
+        constraints: Any = None, bounds: Any = None, **params: Any,
     ) -> None:
         self._set_params(params)
+        self.coef_constraints = None
         if any_dask(A, b, sample_weight):
+            if constraints is not None or bounds is not None:
+                raise DataError("constraints= and bounds= need A in memory (the constrained "
+                                "full solve); pass A.compute(), b.compute().")
             self._set_dask_data(A, b, sample_weight)
             self.feature_names = feature_names
             return
@@ -103,6 +113,23 @@ class Ridge(Problem):
             self.Aw = _centred_weighted(self._X, self.a_mean, sw, self.fit_intercept)
         self.bw = (self.b - self.b_mean) * sw
         self._terms_cache: dict = {}
+        self.coef_constraints = check_coef_constraints(constraints, bounds, self.p,
+                                                       self.fit_intercept, "Ridge")
+        self._check_no_intercept_constraint()
+
+    def _check_no_intercept_constraint(self) -> None:
+        """Ridge eliminates its intercept by centring (beta0 = bbar - abar'x is optimal for
+        every x), which holds only while the intercept is free: refuse constraints on it."""
+        cc = self.coef_constraints
+        if cc is None or not self.fit_intercept:
+            return
+        p = self.p
+        if np.any(cc.G[:, p] != 0) or np.isfinite(cc.lb[p]) or np.isfinite(cc.ub[p]):
+            raise DataError(
+                "Ridge's constraints= and bounds= may act on the coefficients x only: the "
+                "intercept is eliminated by centring, which holds only while it is free. Give "
+                "A with p columns and bounds with p entries, or use fit_intercept=False with a "
+                "column of ones in A to constrain an intercept.")
 
     def _set_dask_data(self, A: Any, b: Any, sample_weight: Any) -> None:
         """A, b, s as Dask arrays checked chunk by chunk; a_mean, b_mean in one pass; Aw, bw
@@ -222,6 +249,36 @@ class Ridge(Problem):
             self._terms_cache["reach"] = float(np.sqrt(max(np.max(sq, initial=0.0), 0.0)))
         return self._terms_cache["reach"]
 
+    def _solve_constrained(self, solver: str, **kwargs: Any) -> SolveResult:
+        """The constrained QP on A / a and b / t (powers of two near the data's root mean
+        squares): the same model with x' = x a / t, alpha' = alpha / a^2, f' = f / t^2 and the
+        constraints' sides times a / t, so the backend works on numbers near 1 whatever the
+        data's scale (Clarabel called the model infeasible at scales 1e-10 and 1e10); the
+        result maps back exactly and is certified again on the original model."""
+        from scipy.optimize import Bounds, LinearConstraint
+
+        X = self._X
+        sq = float(X.multiply(X).mean()) if is_scipy_sparse(X) else float(np.mean(X * X))
+        a = _pow2(np.sqrt(sq))
+        t = _pow2(np.sqrt(2.0 * self.natural_scale() / float(np.sum(self.sample_weight))))
+        cc, d = self.coef_constraints, self.p
+        rows = type(cc)(cc.G[:, :d], cc.lo * (a / t), cc.hi * (a / t), cc.lb[:d],
+                        cc.ub[:d]).rows_normalized()
+        cons = LinearConstraint(rows.G, rows.lo, rows.hi) if cc.m else None
+        scaled = Ridge(X / a, self.b / t, sample_weight=self.sample_weight,
+                       constraints=cons, bounds=Bounds(cc.lb[:d] * (a / t), cc.ub[:d] * (a / t)),
+                       **{**self.params, "alpha": self.alpha / a ** 2})
+        scaled._scaled_copy = True
+        res = scaled.solve_full(solver, **kwargs)
+        if res.x is None:
+            return res
+        res.x = res.x * (t / a)
+        res.objective = self.objective(res.x)
+        res.bound = None if res.bound is None else float(res.bound) * t * t
+        res.extra.update(intercept=self.intercept(res.x),
+                         relative_gradient=self.relative_gradient(res.x), data_scale=(a, t))
+        return self.certify(res, tol=kwargs["tol"], failure=TerminationCondition.NUMERICAL_ERROR)
+
     def lower_bound(self, x: np.ndarray) -> float:
         """f(x) - ||grad f(x)||^2 / (2 alpha) <= f* (strong convexity with modulus alpha)."""
         return self.bound_from(self.objective(x), stable_norm(self.gradient(x)))
@@ -273,16 +330,26 @@ class Ridge(Problem):
         Aw = self.Aw.tocsr() if isinstance(self.Aw, CentredSparse) else sp.csr_matrix(self.Aw)
         A = sp.hstack([Aw, -sp.identity(n, format="csr")], format="csr")
         P = sp.diags(np.concatenate([np.full(d, self.alpha), np.ones(n)]), format="csr")
+        row_lo, row_hi, row_blocks = self.bw.copy(), self.bw.copy(), [("fit", n)]
+        x_lo, x_hi = np.full(d, -np.inf), np.full(d, np.inf)
+        cc = self.coef_constraints
+        if cc is not None:  # on x only (_check_no_intercept_constraint)
+            x_lo, x_hi = cc.lb[:d], cc.ub[:d]
+            if cc.m:
+                G = sp.csr_matrix(cc.G[:, :d])
+                A = sp.vstack([A, sp.hstack([G, sp.csr_matrix((cc.m, n))])], format="csr")
+                row_lo, row_hi = np.r_[row_lo, cc.lo], np.r_[row_hi, cc.hi]
+                row_blocks = [*row_blocks, ("coef_constraint", cc.m)]
         return QPData(
             c=np.zeros(d + n),
             A=A,
-            row_lo=self.bw.copy(),
-            row_hi=self.bw.copy(),
-            col_lo=np.full(d + n, -np.inf),
-            col_hi=np.full(d + n, np.inf),
+            row_lo=row_lo,
+            row_hi=row_hi,
+            col_lo=np.r_[x_lo, np.full(n, -np.inf)],
+            col_hi=np.r_[x_hi, np.full(n, np.inf)],
             P=P,
             col_blocks=[("x", d), ("r", n)],
-            row_blocks=[("fit", n)],
+            row_blocks=row_blocks,
             name="ridge",
             col_labels=self._labels("x"),
         )
@@ -300,6 +367,12 @@ class Ridge(Problem):
         """``solver="cholesky"`` (the exact reference) or a QP backend (highs, clarabel, ecos),
         accepted as optimal only if (f(x) - lower_bound(x)) / natural_scale() <= ``tol``."""
         self.require_in_memory("The full solve")
+        constrained = self.coef_constraints is not None
+        if constrained and solver == "cholesky":
+            solver = "clarabel"  # the closed form has no constraints: the QP by a backend
+        if constrained and not getattr(self, "_scaled_copy", False):
+            return self._solve_constrained(solver, tol=tol, time_limit=time_limit,
+                                           max_iter=max_iter, verbose=verbose, options=options)
         if solver == "cholesky":
             t0 = time.perf_counter()
             x = self.closed_form()
@@ -324,10 +397,18 @@ class Ridge(Problem):
             if res.x is None:
                 return res
             res.x = qp.block(res.x, "x").copy()
-        res.objective, res.bound = self.objective(res.x), self.lower_bound(res.x)
+        # constrained: the QP's own bound (its multipliers, checked by the backend's KKT
+        # test); f - ||grad f||^2 / (2 alpha) bounds only the unconstrained optimum
+        bound = res.bound if constrained else self.lower_bound(res.x)
+        res.objective, res.bound = self.objective(res.x), bound
         grad = self.relative_gradient(res.x)
         res.extra.update(intercept=self.intercept(res.x), relative_gradient=grad)
         return self.certify(res, tol=tol, failure=TerminationCondition.NUMERICAL_ERROR)
+
+
+def _pow2(v: float) -> float:
+    """The power of two nearest ``v`` (1 for 0 or a non-finite v)."""
+    return 2.0 ** round(float(np.log2(v))) if v > 0 and np.isfinite(v) else 1.0
 
 
 def shifted_spd_solve(M: np.ndarray, shift: float, rhs: np.ndarray) -> np.ndarray:

@@ -187,7 +187,7 @@ def needs_linear_kernel(strategy: str, problem_name: str, why: str,
 
 
 @adapter("svm", "aid", "solvers.aid:aid_svm", {"X", "y", "C", "sample_weight", "kernel"},
-         opt.AID_SVM, refuses=(needs_loss("aid", "hinge"),))
+         opt.AID_SVM, refuses=(needs_loss("aid", "hinge"), takes_no_constraints("aid", "svm")))
 def _svm_aid(problem: Any, **options: Any) -> SolveResult:
     from solvers.aid import aid_svm
 
@@ -258,7 +258,8 @@ _SVM_FIXED = {"X", "y", "C", "sample_weight", "class_weight", "kernel"}
 for _name, _table in (("smo", opt.SMO_SVM), ("block", opt.BLOCK_SVM)):
     _path = f"solvers.smo:{_name}_svm"
     adapter("svm", _name, _path, _SVM_FIXED, _table,
-            refuses=(needs_loss(_name, "hinge"),))(_svm_dual_runner(_path))
+            refuses=(needs_loss(_name, "hinge"),
+                     takes_no_constraints(_name, "svm")))(_svm_dual_runner(_path))
 
 
 _NEWTON_FIXED = {"X", "y", "C", "loss", "sample_weight", "class_weight", "fit_intercept",
@@ -266,7 +267,8 @@ _NEWTON_FIXED = {"X", "y", "C", "loss", "sample_weight", "class_weight", "fit_in
 
 
 @adapter("svm", "newton", "solvers.sketch.newton:sketched_newton", _NEWTON_FIXED,
-         opt.NEWTON_SVM, refuses=(needs_loss("newton", "squared_hinge"),))
+         opt.NEWTON_SVM, refuses=(needs_loss("newton", "squared_hinge"),
+                                  takes_no_constraints("newton", "svm")))
 def _svm_newton(problem: Any, **options: Any) -> SolveResult:
     """Sketch-preconditioned Newton-CG on the squared-hinge primal with the problem's
     unregularised b (exact 1-D minimisation per step). ``objective`` = P(w, b) and ``bound`` =
@@ -301,7 +303,7 @@ def _svm_newton(problem: Any, **options: Any) -> SolveResult:
          refuses=(needs_linear_kernel("ipm", "svm", "solves the linear primal QP",
                                       "Use strategy 'smo', 'block', 'aid' or 'full' for that "
                                       "kernel."),
-                  needs_loss("ipm", "hinge")))
+                  needs_loss("ipm", "hinge"), takes_no_constraints("ipm", "svm")))
 def _svm_ipm(problem: Any, **options: Any) -> SolveResult:
     """Interior point on the linear hinge-loss primal QP with sketch-preconditioned CG.
     ``objective`` = P(w, b) and ``bound`` = D(alpha) at the IPM's multipliers made feasible
@@ -531,4 +533,5 @@ for _method in opt.RIDGE_METHODS:
             {"A", "b", "gamma", "method"},
             opt.RIDGE[_method],
             opt.ridge_unused(_method),
+            refuses=(takes_no_constraints(_method, "ridge"),),
         )(_with_sketch_size(_method, _ridge_runner(_method)))

@@ -46,6 +46,7 @@ from solvers.sparse import is_scipy_sparse
 from solvers.validation import (
     check_array,
     check_class_weight,
+    check_coef_constraints,
     check_labels,
     check_sample_weight,
     class_weight_vector,
@@ -182,10 +183,16 @@ class SVM(Problem):
         sample_weight: Any = None,
         class_weight: Any = None,
         feature_names: Any = None,
+        constraints: Any = None,
+        bounds: Any = None,
         **params: Any,
     ) -> None:
         self._set_params(params)
+        self.coef_constraints = None
         if any_dask(X, y, sample_weight):
+            if constraints is not None or bounds is not None:
+                raise DataError("constraints= and bounds= need X in memory (the constrained "
+                                "full solve); pass X.compute(), y.compute().")
             self._set_dask_data(X, y, sample_weight, class_weight)
             self.feature_names = feature_names
             return
@@ -206,6 +213,12 @@ class SVM(Problem):
                 f"QP); got kernel={self.params['kernel']!r}. Use kernel='linear', or "
                 "loss='hinge' for kernels."
             )
+        if (constraints is not None or bounds is not None) and self.params["kernel"] != "linear":
+            raise DataError(
+                f"constraints= and bounds= act on the linear SVM's coefficients (w, b); this "
+                f"problem has kernel={self.params['kernel']!r}, whose w lives in feature space. "
+                "Use kernel='linear' (on explicit features).")
+        self.coef_constraints = check_coef_constraints(constraints, bounds, self.p, True, "SVM")
         self.kernel_ = build_kernel(self.params, self._X)
         self._set_box(class_weight)
         if not (self.box[self.y > 0] > 0).any() or not (self.box[self.y < 0] > 0).any():
@@ -395,6 +408,9 @@ class SVM(Problem):
             raise DataError(f"Unknown SVM form {form!r}; choose one of auto, primal, dual.")
         if form == "primal" and self.kernel != "linear":
             raise DataError("The primal SVM needs kernel='linear'; use form='dual' for kernels.")
+        if form == "dual" and getattr(self, "coef_constraints", None) is not None:
+            raise DataError("The constraints are declared on (w, b) of the primal QP; use "
+                            "form='primal' or form='auto'.")
         if form == "dual" and self.loss == "squared_hinge":
             raise DataError("loss='squared_hinge' is declared in primal form only; use "
                             "form='primal' or form='auto'.")
@@ -417,17 +433,26 @@ class SVM(Problem):
         )
         xi_diag = 2.0 * self.box if squared else np.zeros(n)
         P = sp.diags(np.concatenate([np.ones(p), np.zeros(1), xi_diag]), format="csr")
+        row_lo, row_hi, row_blocks = np.ones(n), np.full(n, np.inf), [("margin", n)]
+        theta_lo, theta_hi = np.full(p + 1, -np.inf), np.full(p + 1, np.inf)
+        cc = self.coef_constraints
+        if cc is not None:  # lo <= G (w, b) <= hi as rows, lb <= (w, b) <= ub as bounds
+            if cc.m:
+                A = sp.vstack([A, sp.hstack([sp.csr_matrix(cc.G), sp.csr_matrix((cc.m, n))])],
+                              format="csr")
+                row_lo, row_hi = np.r_[row_lo, cc.lo], np.r_[row_hi, cc.hi]
+                row_blocks = [*row_blocks, ("coef_constraint", cc.m)]
+            theta_lo, theta_hi = cc.lb, cc.ub
         return QPData(
             c=np.concatenate([np.zeros(p + 1), np.zeros(n) if squared else self.box]),
             A=A,
-            row_lo=np.ones(n),
-            row_hi=np.full(n, np.inf),
-            col_lo=np.concatenate([np.full(p + 1, -np.inf), np.full(n, -np.inf if squared
-                                                                    else 0.0)]),
-            col_hi=np.full(p + 1 + n, np.inf),
+            row_lo=row_lo,
+            row_hi=row_hi,
+            col_lo=np.concatenate([theta_lo, np.full(n, -np.inf if squared else 0.0)]),
+            col_hi=np.concatenate([theta_hi, np.full(n, np.inf)]),
             P=P,
             col_blocks=[("w", p), ("b", 1), ("xi", n)],
-            row_blocks=[("margin", n)],
+            row_blocks=row_blocks,
             name="svm_sqhinge_primal" if squared else "svm_primal",
             col_labels=self._labels("w"),
         )
@@ -470,6 +495,9 @@ class SVM(Problem):
         backends (:data:`FULL_FALLBACK`) before NUMERICAL_ERROR is reported (Clarabel stopped at
         a relative gap of 1.5e-6 on iris with a poly kernel, where HiGHS certifies);
         ``extra["backends_tried"]`` lists them, ``extra["solver"]`` names the one that answered."""
+        if self.coef_constraints is not None and not getattr(self, "_scaled_copy", False):
+            return self._solve_constrained(solver, form=form, tol=tol, time_limit=time_limit,
+                                           max_iter=max_iter, verbose=verbose, options=options)
         start = time.perf_counter()
         tried: list[str] = []
         best: SolveResult | None = None
@@ -493,6 +521,39 @@ class SVM(Problem):
                           best.extra.get("solver", tried[0]))
         return best
 
+    def _solve_constrained(self, solver: str, **kwargs: Any) -> SolveResult:
+        """The constrained primal on X / a (a power of two near the root mean square of X's
+        entries) with C a^2: the same model with w' = w a and P' = P a^2 (its constraints'
+        w-columns divided by a, w's bounds times a), so the backend works on numbers near 1
+        whatever the data's scale (Clarabel failed at X * 1e-10 with C = 1e20); the result
+        maps back exactly and is certified again on the original model."""
+        from scipy.optimize import Bounds, LinearConstraint
+
+        X, p = self._X, self.p
+        sq = float(X.multiply(X).mean()) if is_scipy_sparse(X) else float(np.mean(X * X))
+        a = 2.0 ** round(float(np.log2(np.sqrt(sq)))) if sq > 0 and np.isfinite(sq) else 1.0
+        factors = np.r_[np.full(p, a), 1.0]
+        cc = self.coef_constraints
+        cc = type(cc)(cc.G / factors, cc.lo, cc.hi, cc.lb * factors,
+                      cc.ub * factors).rows_normalized()
+        scaled = SVM(X / a, self.y, C=self.C * a * a, sample_weight=self.box / self.C,
+                     constraints=LinearConstraint(cc.G, cc.lo, cc.hi) if cc.m else None,
+                     bounds=Bounds(cc.lb, cc.ub),
+                     **{k: v for k, v in self.params.items() if k != "C"})
+        scaled._scaled_copy = True
+        res = scaled.solve_full(solver, **kwargs)
+        if res.x is None:
+            return res
+        res.x = res.x / a
+        b = float(res.extra["b"])
+        res.objective = self.primal_objective(res.x, b)
+        res.bound = None if res.bound is None else float(res.bound) / (a * a)
+        if res.extra.get("alpha") is not None:
+            res.extra["alpha"] = np.asarray(res.extra["alpha"]) / (a * a)
+        res.extra["data_scale"] = a
+        res.extra["train_accuracy"] = self.train_accuracy(res)
+        return self.certify(res, tol=kwargs["tol"], failure=TerminationCondition.NUMERICAL_ERROR)
+
     def _solve_full_with(self, solver: str, *, form: str, tol: float, time_limit: float | None,
                          max_iter: int | None, verbose: bool,
                          options: dict[str, Any] | None) -> SolveResult:
@@ -511,14 +572,19 @@ class SVM(Problem):
         if form == "primal":
             w, b = qp.block(res.x, "w").copy(), float(qp.block(res.x, "b")[0])
             alpha = (
-                self.feasible_alpha(res.extra["duals"])
+                self.feasible_alpha(res.extra["duals"][: self.n])
                 if res.extra.get("duals") is not None
                 else None
             )
-            if self.loss == "squared_hinge":
+            if self.loss == "squared_hinge" and self.coef_constraints is None:
                 alpha = self._better_alpha(alpha, self.squared_hinge_alpha(w, b))
             obj = self.primal_objective(w, b)
             dual = self.dual_objective(alpha) if alpha is not None else None
+            if self.coef_constraints is not None:
+                # D(alpha) bounds the unconstrained optimum only; the constrained QP's bound
+                # is the dual objective of all its multipliers, checked by the backend's KKT
+                # test (solvers.qp.check_kkt)
+                dual = res.bound
             res.x = w
             res.extra.update(b=b, intercept=b, alpha=alpha, form=form)
         else:

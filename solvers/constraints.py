@@ -54,6 +54,16 @@ class CoefConstraints:
                                  / (1.0 + np.abs(np.nan_to_num(self.ub))), initial=0.0)))
         return worst
 
+    def rows_normalized(self) -> CoefConstraints:
+        """The same constraints with each row of G and its sides divided by the power of two
+        nearest the row's largest |entry| (exact): a row of entries 1e9 and sides 1e9 (a
+        covariance bound written on data scaled by 1e-10) becomes one of entries near 1."""
+        if not self.m:
+            return self
+        peak = np.max(np.abs(self.G), axis=1)
+        r = np.where(peak > 0, 2.0 ** np.round(np.log2(np.where(peak > 0, peak, 1.0))), 1.0)
+        return CoefConstraints(self.G / r[:, None], self.lo / r, self.hi / r, self.lb, self.ub)
+
     def describe(self) -> str:
         """``2 rows (1 equality), bounds on 3 coefficients`` (for messages and summaries)."""
         eq = int(np.count_nonzero(self.lo == self.hi))

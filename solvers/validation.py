@@ -392,12 +392,11 @@ def check_coef_constraints(constraints: Any, bounds: Any, p: int, fit_intercept:
     entry, the intercept is free). A must be finite, lb / ub not NaN, and lb <= ub on every
     row and bound.
     """
-    from scipy.optimize import Bounds, LinearConstraint
-
-    from solvers.constraints import CoefConstraints
-
     if constraints is None and bounds is None:
         return None
+    from scipy.optimize import Bounds, LinearConstraint  # only when there are constraints
+
+    from solvers.constraints import CoefConstraints
     k = p + int(fit_intercept)
     widths = f"{p} (beta)" + (f" or {k} (beta, then the intercept)" if fit_intercept else "")
     items = [] if constraints is None else (

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.optimize import Bounds, LinearConstraint
 
-from optmodels import LAD
+from optmodels import LAD, SVM, Ridge
 from optmodels.strategies import accepted
 from solvers.errors import DataError
 from solvers.result import TerminationCondition
@@ -146,3 +146,118 @@ def test_a_constraint_on_beta_alone_gets_a_zero_intercept_column(tracking):
     res = prob.solve()
     assert res.extra["intercept"] == pytest.approx(0.0, abs=1e-9)
     assert res.x.sum() == pytest.approx(1.0, abs=1e-9)
+
+
+# ---------------------------------------------------------------------------- SVM and ridge
+@pytest.fixture(scope="module")
+def fair():
+    """A classification instance with a 'sensitive' feature z (column 4): FairSVM's bound on
+    the covariance between z and the decision values, cov(z, w'x) = c'w."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 5))
+    y = np.where(X @ np.array([1, -1, 0.5, 0, 2]) + 0.5 * rng.normal(size=400) > 0, 1, -1)
+    c = (X[:, 4] - X[:, 4].mean()) @ X / X.shape[0]
+    return X, y, c
+
+
+def _cvxpy_svm(X, y, loss, c, cov_bound, b_bound):
+    w, b = cp.Variable(X.shape[1]), cp.Variable()
+    m = cp.multiply(y, X @ w + b)
+    err = cp.sum(cp.pos(1 - m)) if loss == "hinge" else cp.sum(cp.square(cp.pos(1 - m)))
+    problem = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + err),
+                         [cp.abs(c @ w) <= cov_bound, cp.abs(b) <= b_bound])
+    return problem.solve(solver="CLARABEL")
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+@pytest.mark.parametrize("scale", [1e-10, 1.0, 1e10])
+def test_fair_svm_equals_cvxpy(fair, loss, scale):
+    """The covariance bound |c'w| <= 0.1 and |b| <= 0.2, on X multiplied by ``scale`` with
+    C / scale^2 and the covariance side 0.1 / scale: the same model (w' = w / scale, P' =
+    P / scale^2). Scale 1 is compared with CVXPY; every scale gives the same decision
+    values."""
+    X, y, c = fair
+    ref = _cvxpy_svm(X, y, loss, c, 0.1, 0.2)
+    prob = SVM(X * scale, y, C=1.0 / scale ** 2, loss=loss,
+               constraints=LinearConstraint(c[None], -0.1 / scale, 0.1 / scale),
+               bounds=Bounds(np.r_[np.full(5, -np.inf), -0.2], np.r_[np.full(5, np.inf), 0.2]))
+    res = prob.solve()
+    if scale == 1.0:
+        assert res.termination is TerminationCondition.OPTIMAL, res.raw_status
+        assert res.objective == pytest.approx(ref, rel=1e-7)
+        assert abs(c @ res.x) <= 0.1 * (1 + 1e-8) and abs(res.extra["b"]) <= 0.2 * (1 + 1e-8)
+        # the bound binds: the unconstrained optimum is lower
+        assert SVM(X, y, C=1.0, loss=loss).solve().objective < res.objective - 1e-6 * ref
+    else:  # the same model: the same decision values as at scale 1
+        base = SVM(X, y, C=1.0, loss=loss, constraints=LinearConstraint(c[None], -0.1, 0.1),
+                   bounds=Bounds(np.r_[np.full(5, -np.inf), -0.2],
+                                 np.r_[np.full(5, np.inf), 0.2])).solve()
+        assert res.termination is base.termination, res.raw_status
+        f = (X * scale) @ res.x + res.extra["b"]
+        np.testing.assert_allclose(f, X @ base.x + base.extra["b"], atol=1e-6)
+    refused = accepted(prob)
+    expected = ("smo", "block", "ipm", "aid") if loss == "hinge" else ("newton",)
+    for strategy in expected:
+        assert "does not take constraints" in refused[strategy], strategy
+
+
+def test_svm_constraints_need_the_linear_kernel(fair):
+    X, y, c = fair
+    with pytest.raises(DataError, match="kernel='linear'"):
+        SVM(X, y, kernel="rbf", bounds=Bounds(0, 1))
+
+
+@pytest.mark.parametrize("scale", [1e-10, 1.0, 1e10])
+def test_bounded_ridge_equals_cvxpy_at_every_scale(scale):
+    """Weighted ridge with an intercept, |x_j| <= 0.5 and sum x <= 1.5, on A, b multiplied by
+    ``scale`` and alpha by scale^2 (the same model, x unchanged): equal to CVXPY + Clarabel on
+    the unscaled data, the same x at every scale."""
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(300, 6)) + 2.0
+    b = A @ rng.normal(size=6) + 3 + rng.normal(size=300)
+    s = rng.uniform(0.5, 2, 300)
+    x, c = cp.Variable(6), cp.Variable()
+    ref = cp.Problem(cp.Minimize(0.5 * cp.sum(cp.multiply(s, cp.square(b - A @ x - c)))
+                                 + 2.5 * cp.sum_squares(x)),
+                     [x >= -0.5, x <= 0.5, cp.sum(x) <= 1.5]).solve(solver="CLARABEL")
+    prob = Ridge(A * scale, b * scale, alpha=5.0 * scale ** 2, sample_weight=s,
+                 fit_intercept=True, bounds=Bounds(-0.5, 0.5),
+                 constraints=LinearConstraint(np.ones((1, 6)), -np.inf, 1.5))
+    res = prob.solve()
+    assert res.termination is TerminationCondition.OPTIMAL, res.raw_status
+    assert res.objective / scale ** 2 == pytest.approx(ref, rel=1e-7)
+    np.testing.assert_allclose(res.x, x.value, atol=1e-5)
+    assert res.extra["intercept"] / scale == pytest.approx(c.value, abs=1e-4)
+    assert res.solution_gap <= 1e-3
+    assert "does not take constraints" in accepted(prob)["pcg-rfd"]
+
+
+def test_ridge_refuses_constraints_on_its_eliminated_intercept():
+    rng = np.random.default_rng(2)
+    A, b = rng.normal(size=(50, 3)), rng.normal(size=50)
+    with pytest.raises(DataError, match="intercept is eliminated by centring"):
+        Ridge(A, b, fit_intercept=True, bounds=Bounds([-1, -1, -1, 0], 1))
+    res = Ridge(np.c_[A, np.ones(50)], b, fit_intercept=False,
+                bounds=Bounds([-np.inf] * 3 + [0.5], np.inf)).solve()
+    assert res.is_optimal and res.x[3] >= 0.5 - 1e-9
+
+
+def test_estimators_take_constraints_and_clone(tracking):
+    from sklearn.base import clone
+
+    from optmodels.estimators import LADRegressor, RidgeRegressor
+
+    X, y = tracking
+    cons, bnds = LinearConstraint(np.ones((1, 6)), 1, 1), Bounds(0, np.inf)
+    est = LADRegressor(fit_intercept=False, constraints=cons, bounds=bnds).fit(X, y)
+    ref = LAD(X, y, fit_intercept=False, constraints=cons, bounds=bnds).solve()
+    np.testing.assert_allclose(est.coef_, ref.x, atol=1e-9)
+    assert est.coef_.sum() == pytest.approx(1.0, abs=1e-9)
+    assert est.strategy_ == "full"  # 'auto' below 2,000 rows
+    twin = clone(est)
+    assert twin.get_params()["constraints"] is not cons  # a deep copy, as sklearn's clone
+    np.testing.assert_allclose(twin.fit(X, y).coef_, est.coef_, atol=1e-12)
+    ridge = RidgeRegressor(alpha=1.0, bounds=Bounds(0, 0.2)).fit(X, y)
+    assert ridge.coef_.max() <= 0.2 + 1e-9 and ridge.coef_.min() >= -1e-9
+    with pytest.raises(DataError, match="does not take constraints"):
+        RidgeRegressor(strategy="pcg-rfd", bounds=Bounds(0, 0.2)).fit(X, y)

@@ -49,7 +49,8 @@ class _LinearRegressor(RegressorMixin, OptEstimator):
         X, y, sw = self._validate_fit(X, y, sample_weight, y_numeric=True)
         self.strategy_ = strategy = self._resolve_strategy(hyper, X)
         options = self._strategy_options(strategy)
-        problem = self._PROBLEM(X, y, sample_weight=sw, **self._problem_params(hyper))
+        problem = self._PROBLEM(X, y, sample_weight=sw, constraints=self.constraints,
+                                bounds=self.bounds, **self._problem_params(hyper))
         res = self._solve(problem, strategy, options)
         self.coef_ = np.asarray(res.x, dtype=float).copy()
         self.intercept_ = float(res.extra.get("intercept") or 0.0)
@@ -82,6 +83,9 @@ class LADRegressor(_LinearRegressor):
     strategy_options : dict of the strategy's options (``solvers.options``: e.g. ``tol`` for
         full, ``n_clusters`` / ``max_iter`` for aid), validated in ``fit`` by the table of the
         strategy that runs (for 'auto', name the strategy to pass options only it has).
+    constraints, bounds : linear constraints (``scipy.optimize.LinearConstraint`` or a list)
+        and bounds (``scipy.optimize.Bounds``) on (coef_, intercept_), e.g. nonnegative
+        weights that sum to one; solved by the full LP and by AID alike (docs/problems/lad.md).
 
     Attributes: strategy_ (the strategy the fit ran: 'auto' resolved), coef_, intercept_,
     n_features_in_, feature_names_in_ (DataFrame input), n_iter_, result_ (the
@@ -103,11 +107,15 @@ class LADRegressor(_LinearRegressor):
         fit_intercept: bool = True,
         strategy: str = AUTO_STRATEGY,
         strategy_options: dict | None = None,
+        constraints: Any = None,
+        bounds: Any = None,
     ) -> None:
         self.quantile = quantile
         self.fit_intercept = fit_intercept
         self.strategy = strategy
         self.strategy_options = strategy_options
+        self.constraints = constraints
+        self.bounds = bounds
 
     def _auto_prefers_fast(self, hyper: dict[str, Any], X: Any) -> bool:
         """AID on a dense X of at least AUTO_AID_MIN_ROWS rows (a sparse X stays sparse in the
@@ -137,6 +145,9 @@ class RidgeRegressor(_LinearRegressor):
     strategy_options : the strategy's options, e.g. ``{"m": 64, "max_iter": 20}`` (sketch size
         m; default min(256, d), for pcg-* a cost-model choice built only when plain CG's first
         iterations show that it pays; see docs/strategies/sketch.md).
+    constraints, bounds : linear constraints (``scipy.optimize.LinearConstraint`` or a list)
+        and bounds (``scipy.optimize.Bounds``) on coef_ (the intercept, eliminated by centring,
+        stays free); solved by ``strategy="full"`` (the sketches refuse them).
 
     Attributes: coef_, intercept_, n_features_in_, feature_names_in_, n_iter_, result_. Sparse
     CSR/CSC input stays sparse for every strategy (centring implicit).
@@ -154,11 +165,15 @@ class RidgeRegressor(_LinearRegressor):
         fit_intercept: bool = True,
         strategy: str = "full",
         strategy_options: dict | None = None,
+        constraints: Any = None,
+        bounds: Any = None,
     ) -> None:
         self.alpha = alpha
         self.fit_intercept = fit_intercept
         self.strategy = strategy
         self.strategy_options = strategy_options
+        self.constraints = constraints
+        self.bounds = bounds
 
     def _problem_params(self, hyper: dict[str, Any]) -> dict[str, Any]:
         return {"alpha": hyper["alpha"], "fit_intercept": hyper["fit_intercept"]}
