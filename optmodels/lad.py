@@ -71,6 +71,7 @@ class LAD(Problem):
 
     NAME: ClassVar[str] = "lad"
     DASK_STRATEGIES: ClassVar[tuple[str, ...]] = ("aid",)
+    COEF_BLOCKS: ClassVar[tuple[str, ...]] = ("beta", "intercept")
     PARAMS: ClassVar[dict[str, Param]] = {
         "fit_intercept": Param("bool", True, "add a free intercept beta0"),
         "quantile": Param(
@@ -172,6 +173,10 @@ class LAD(Problem):
         if worst > 1.0:
             u = u / worst
         return float(self.y @ u)
+
+    def _data_kwargs(self) -> dict[str, Any]:
+        return {"X": self._X, "y": self.y, "sample_weight": self.sample_weight,
+                "feature_names": self.feature_names}
 
     def natural_scale(self) -> float:
         """E of the best constant fit: sum_i s_i rho(y_i - m) with m the weighted tau-quantile

@@ -26,6 +26,7 @@ import numpy as np
 from optmodels.validation import Param, validate_params
 from solvers import threads
 from solvers.backend import solve_qp
+from solvers.errors import DataError
 from solvers.qp import QPData
 from solvers.result import (
     CERTIFICATE_TOL,
@@ -163,11 +164,78 @@ class Problem:
 
     def pyomo_model(self, *form: str) -> Any:
         """The declared LP/QP (``self.qp(*form)``) as a Pyomo ConcreteModel with named blocks
-        (e.g. ``m.beta[j]``, ``m.residual[i]``) that a user can extend and solve."""
+        (e.g. ``m.beta[j]``, ``m.residual[i]``) that a user can extend and solve; it remembers
+        this problem, so that ``solve_pyomo(m, strategy="aid")`` (or :meth:`constrained_by`)
+        can run a decomposition on the extended model."""
         from solvers.pyomo_lowering import to_pyomo
 
         self.require_in_memory("pyomo_model()")
-        return to_pyomo(self.qp(*form))
+        m = to_pyomo(self.qp(*form))
+        m._optmodels_origin = (self, form)
+        return m
+
+    PRIMAL_FORM: ClassVar[str] = "primal"
+    """The form of :meth:`qp` that declares the coefficients as variables."""
+    COEF_BLOCKS: ClassVar[tuple[str, ...]] = ()
+    """The column blocks of the declared primal model that hold the coefficients theta (the
+    variables a user's constraints may act on: LAD beta, intercept; SVM w, b; ridge x)."""
+
+    def constrained_by(self, model: Any) -> Problem:
+        """This problem with the constraints and bounds a user added to its Pyomo model
+        (:meth:`pyomo_model`, primal form) on the coefficient variables (:attr:`COEF_BLOCKS`),
+        as ``constraints=`` / ``bounds=``: a problem that every strategy accepting constraints
+        solves. Refused (DataError naming it and why): a constraint touching a per-row
+        variable (a residual, a slack: aggregating rows would change its meaning), a new
+        variable, a changed objective, or a changed bound of a per-row variable."""
+        from scipy.optimize import Bounds, LinearConstraint
+
+        from solvers.pyomo_lowering import from_pyomo
+
+        declared = self.qp(self.PRIMAL_FORM)
+        user, variables, cons = from_pyomo(model)
+        n_dec, k = declared.n_cols, sum(n for name, n in declared.col_blocks
+                                        if name in self.COEF_BLOCKS)
+        if user.n_cols != n_dec:
+            raise DataError(f"The model has {user.n_cols - n_dec} variable(s) beyond the "
+                            f"declared {self.NAME} model (e.g. {variables[n_dec].name!r}); "
+                            "constraints may act on the coefficients only.")
+        if not np.array_equal(user.c, declared.c) or user.P is not None and declared.P is not None \
+                and abs(user.P - declared.P).max() > 0:
+            raise DataError("The model's objective differs from the declared one; only "
+                            "constraints and bounds on the coefficients can be added.")
+        per_row = slice(k, n_dec)
+        if not (np.array_equal(user.col_lo[per_row], declared.col_lo[per_row])
+                and np.array_equal(user.col_hi[per_row], declared.col_hi[per_row])):
+            j = k + int(np.flatnonzero((user.col_lo[per_row] != declared.col_lo[per_row])
+                                       | (user.col_hi[per_row] != declared.col_hi[per_row]))[0])
+            raise DataError(f"The bounds of the per-row variable {variables[j].name!r} were "
+                            "changed; aggregation would change their meaning. Constrain the "
+                            "coefficients only.")
+        extra = np.arange(declared.n_rows, user.n_rows)
+        A = user.A.tocsr()[extra]
+        for r in range(A.shape[0]):
+            cols = A.indices[A.indptr[r]:A.indptr[r + 1]]
+            if (cols >= k).any():
+                j = int(cols[cols >= k][0])
+                raise DataError(
+                    f"Constraint {cons[extra[r]].name!r} involves the per-row variable "
+                    f"{variables[j].name!r}; aggregating rows would change its meaning, so it "
+                    "cannot be decomposed. Constrain the coefficients only, or solve the model "
+                    "with solve_pyomo(m) (the full solve).")
+        G = A[:, :k].toarray()
+        kwargs = {**self.params, **self._data_kwargs()}
+        if self.coef_constraints is not None and self.coef_constraints.m:
+            old = self.coef_constraints
+            G = np.vstack([old.G, G])
+            lo, hi = np.r_[old.lo, user.row_lo[extra]], np.r_[old.hi, user.row_hi[extra]]
+        else:
+            lo, hi = user.row_lo[extra], user.row_hi[extra]
+        return type(self)(constraints=LinearConstraint(G, lo, hi) if G.shape[0] else None,
+                          bounds=Bounds(user.col_lo[:k], user.col_hi[:k]), **kwargs)
+
+    def _data_kwargs(self) -> dict[str, Any]:
+        """The data arguments that rebuild this problem (:meth:`constrained_by`)."""
+        raise NotImplementedError
 
     def natural_scale(self) -> float | None:
         """The positive number the problem's gaps are measured against (it scales with the data,

@@ -74,6 +74,8 @@ class Ridge(Problem):
     """
 
     NAME: ClassVar[str] = "ridge"
+    COEF_BLOCKS: ClassVar[tuple[str, ...]] = ("x",)
+    PRIMAL_FORM: ClassVar[str] = "residual"
     PARAMS: ClassVar[dict[str, Param]] = {
         "alpha": Param("float", 1.0, "ridge penalty (the FD paper's gamma)", low=0.0),
         "fit_intercept": Param("bool", False, "fit an unpenalised intercept by centring"),
@@ -203,6 +205,10 @@ class Ridge(Problem):
         scale = stable_norm(ata_x) + self.alpha * stable_norm(x) + stable_norm(atb)
         return stable_norm(grad) / scale if scale > 0 else 0.0
 
+    def _data_kwargs(self) -> dict[str, Any]:
+        return {"A": self._X, "b": self.b, "sample_weight": self.sample_weight,
+                "feature_names": self.feature_names}
+
     def natural_scale(self) -> float:
         """f(0) = 1/2 ||S^(1/2) b||^2 (1 when b is fitted exactly by 0); computed once on Dask
         data."""
@@ -224,7 +230,7 @@ class Ridge(Problem):
         ``sqrt(2 f(0) / sum_i s_i)``. (The training rows alone would allow a far tighter
         bound, ``sqrt(2 G / s_i)`` from H >= s_i c_i c_i', which says nothing of x's component
         off their span: at p > n that is what a new row's prediction sees.)"""
-        g = res.extra.get("gradient_norm")
+        g = None if self.coef_constraints is not None else res.extra.get("gradient_norm")
         # the same number when the bound is f - ||g||^2 / (2 alpha); from ||g|| directly it
         # survives where f - bound rounds to 0
         distance = (float(g) / self.alpha if g is not None and np.isfinite(g) else
@@ -401,6 +407,8 @@ class Ridge(Problem):
         # test); f - ||grad f||^2 / (2 alpha) bounds only the unconstrained optimum
         bound = res.bound if constrained else self.lower_bound(res.x)
         res.objective, res.bound = self.objective(res.x), bound
+        if not constrained:  # ||grad f|| / alpha bounds ||x - x*|| (solution_certificate)
+            res.extra["gradient_norm"] = stable_norm(self.gradient(res.x))
         grad = self.relative_gradient(res.x)
         res.extra.update(intercept=self.intercept(res.x), relative_gradient=grad)
         return self.certify(res, tol=tol, failure=TerminationCondition.NUMERICAL_ERROR)

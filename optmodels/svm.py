@@ -168,6 +168,7 @@ class SVM(Problem):
 
     NAME: ClassVar[str] = "svm"
     DASK_STRATEGIES: ClassVar[tuple[str, ...]] = ("aid",)
+    COEF_BLOCKS: ClassVar[tuple[str, ...]] = ("w", "b")
     PARAMS: ClassVar[dict[str, Param]] = {
         "C": Param("float", 1.0, "penalty C of the hinge losses", low=0.0),
         "loss": Param("choice", "hinge", "hinge max(0, 1 - z) or squared_hinge max(0, 1 - z)^2 "
@@ -271,6 +272,10 @@ class SVM(Problem):
     def kernel_rows(self) -> tuple[Kernel, Any, np.ndarray, None]:
         """The rows the dual is solved on (C_i > 0) for :meth:`Problem.kernel_check`."""
         return self.kernel_, self._X, np.flatnonzero(self.box > 0), None
+
+    def _data_kwargs(self) -> dict[str, Any]:
+        return {"X": self._X, "y": self.y, "sample_weight": self.box / self.C,
+                "feature_names": self.feature_names}
 
     def natural_scale(self) -> float:
         """P(0, 0) = sum_i C_i, an upper bound on the optimum that scales with C and the

@@ -147,11 +147,18 @@ def solve_pyomo(
     model: Any,
     solver: str = "highs",
     *,
+    strategy: str = "full",
     time_limit: float | None = None,
     verbose: bool = False,
     options: dict[str, Any] | None = None,
 ) -> SolveResult:
     """Solve a (user-extended) Pyomo LP/QP through the toolkit's verified backends.
+
+    ``strategy`` other than "full" (e.g. "aid") runs a decomposition on a model built by a
+    problem's ``pyomo_model()`` and extended with constraints on its coefficients: the
+    problem's ``constrained_by(model)`` turns them into ``constraints=`` / ``bounds=`` (a
+    constraint on a per-row variable is refused with the reason), and the result is that
+    problem's ``solve(strategy, **(options or {}))``.
 
     The model is lowered to :class:`QPData` (:func:`from_pyomo`) and solved by
     :func:`solvers.backend.solve_qp` (equilibrated, KKT-checked, infeasible / unbounded claims
@@ -165,6 +172,13 @@ def solve_pyomo(
 
     from solvers.backend import solve_qp
 
+    if strategy != "full":
+        origin = getattr(model, "_optmodels_origin", None)
+        if origin is None:
+            raise ValueError(f"strategy={strategy!r} needs a model built by a problem's "
+                             "pyomo_model() (it knows the data and the coefficients); solve "
+                             "this model with strategy='full'.")
+        return origin[0].constrained_by(model).solve(strategy, **(options or {}))
     t0 = time.perf_counter()
     qp, variables, cons = from_pyomo(model)
     build = time.perf_counter() - t0

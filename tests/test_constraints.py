@@ -261,3 +261,34 @@ def test_estimators_take_constraints_and_clone(tracking):
     assert ridge.coef_.max() <= 0.2 + 1e-9 and ridge.coef_.min() >= -1e-9
     with pytest.raises(DataError, match="does not take constraints"):
         RidgeRegressor(strategy="pcg-rfd", bounds=Bounds(0, 0.2)).fit(X, y)
+
+
+def test_constraints_added_in_pyomo_are_decomposed():
+    """The issue's case: beta0 <= -5 added to LAD's Pyomo model. solve_pyomo(m, strategy="aid")
+    solves the extended model (not the problem's unconstrained self), at the full solve's
+    optimum; a constraint on a per-row variable is refused with its name and the reason."""
+    pyo = pytest.importorskip("pyomo.environ")
+    from solvers.pyomo_lowering import solve_pyomo
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4))
+    y = X @ np.array([1.0, -2, 0.5, 0.3]) + 2 + rng.laplace(size=3000)
+    lad = LAD(X, y)
+    m = lad.pyomo_model("primal")
+    m.cap = pyo.Constraint(expr=m.intercept[0] <= -5)
+    m.beta[0].setlb(0)
+    full = solve_pyomo(m)
+    aid = solve_pyomo(m, strategy="aid")
+    assert aid.termination is TerminationCondition.CERTIFIED, aid.raw_status
+    assert aid.objective == pytest.approx(full.objective, rel=1e-9)
+    assert aid.extra["intercept"] <= -5 + 1e-9 and aid.x[0] >= -1e-12
+    assert lad.solve("aid").objective < aid.objective  # the problem itself stays unconstrained
+    constrained = lad.constrained_by(m)
+    assert constrained.coef_constraints.describe() == \
+        "1 constraint row (0 equalities), bounds on 1 coefficient"
+    bad = lad.pyomo_model("primal")
+    bad.touch = pyo.Constraint(expr=bad.e_plus[3] <= 0.1)
+    with pytest.raises(DataError, match="'touch' involves the per-row variable 'e_plus\\[3\\]'"):
+        solve_pyomo(bad, strategy="aid")
+    with pytest.raises(ValueError, match="needs a model built by a problem's pyomo_model"):
+        solve_pyomo(pyo.ConcreteModel(), strategy="aid")

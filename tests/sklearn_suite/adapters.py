@@ -20,6 +20,8 @@ class _Adapter:
     naming them, so that the failure says why."""
 
     STRATEGY: ClassVar[str] = "auto"
+    constraints = None  # the peers' constructors have no constraints= / bounds=
+    bounds = None
 
     @property
     def strategy(self) -> str:
