@@ -183,7 +183,10 @@ def _parser() -> argparse.ArgumentParser:
         metavar="FILE.{npy,csv,json}",
         help="write the solution; .npy: the array, .csv: name,value rows, .json: names and values",
     )
-    s.add_argument("--verbose", action="store_true", help="print the solver's progress")
+    s.add_argument("--verbose", action="store_true",
+                   help="the solver's detailed lines too (on stderr, with the progress lines)")
+    s.add_argument("--quiet", action="store_true",
+                   help="no progress lines on stderr (a long solve logs one every few seconds)")
     s.add_argument(
         "--allow-large",
         action="store_true",
@@ -275,6 +278,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     f.add_argument("--model-out", required=True, metavar="MODEL", help="model file to write")
     f.add_argument("--json", action="store_true", help="print one JSON object")
+    f.add_argument("--quiet", action="store_true",
+                   help="no progress lines on stderr (a long solve logs one every few seconds)")
 
     pr = sub.add_parser("predict", help="predict with a saved model")
     pr.add_argument("--model", required=True, help="model file written by optmodels fit")
@@ -331,7 +336,7 @@ def main(argv: list[str] | None = None) -> int:
         "predict": _predict,
     }
     try:
-        with _dask_scheduler(args):
+        with _dask_scheduler(args), _progress_lines(args):
             return command[args.command](args)
     except KeyboardInterrupt:  # a second Ctrl-C, or one outside a solve: one line, no traceback
         print(f"optmodels {args.command}: interrupted", file=sys.stderr)
@@ -351,6 +356,34 @@ def main(argv: list[str] | None = None) -> int:
         return _error(args.command, message)
     except Exception as exc:  # noqa: BLE001 - the one place that turns bugs into a log file
         return _internal_error(args.command, exc)
+
+
+@contextlib.contextmanager
+def _progress_lines(args: argparse.Namespace) -> Iterator[None]:
+    """Show the solvers' progress lines (:mod:`solvers.progress`) on stderr, one line each,
+    for the command: INFO records of the ``solvers`` loggers, and with ``--verbose`` the
+    VERBOSE ones (the strategies' detailed lines). ``--quiet`` shows none. The loggers are
+    restored afterwards (``main`` may run several times in one process)."""
+    import logging
+
+    from solvers.progress import VERBOSE
+
+    if getattr(args, "quiet", False):
+        yield
+        return
+    log = logging.getLogger("solvers")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(message)s"))
+    saved = log.level, log.propagate
+    log.addHandler(handler)
+    log.setLevel(VERBOSE if getattr(args, "verbose", False) else logging.INFO)
+    log.propagate = False  # one line each, whatever the root logger has
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(saved[0])
+        log.propagate = saved[1]
 
 
 OUTPUT_FLAGS = ("solution_out", "model_out", "out", "plot")

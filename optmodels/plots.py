@@ -141,19 +141,16 @@ def panel_lines(comparison: Any) -> dict[str, list[Line]]:
 def _wall_clock_lines(comparison: Any, sty: dict[str, dict[str, Any]], f_ref: float,
                       scale: float) -> list[Line]:
     """Per strategy: its history's |f_t - f*| / scale against the history's own seconds (AID's
-    E_best, SMO's and the sketches' objective), and its final |ref_gap| as a large hollow
-    marker where its curve ends (the history's last time; the table's median call time for a
-    strategy without a timed history). The call's time includes the problem layer's
-    certificate after the last iteration, so the marker at the curve's end is where the
-    strategy stopped, not where the call returned."""
+    E_best, the sketches' and KLR SMO's objective, SVM SMO's dual bound), and its final
+    |ref_gap| as a large hollow marker where its curve ends (the history's last time; the
+    table's median call time for a strategy without a timed history). The call's time
+    includes the problem layer's certificate after the last iteration, so the marker at the
+    curve's end is where the strategy stopped, not where the call returned."""
     lines: list[Line] = []
     rec = {r["strategy"]: r for r in comparison.records}
     for name, history in histories(comparison).items():
-        pts = [
-            (h["time"], h.get("objective", h.get("E_best")))
-            for h in history
-            if h.get("time") is not None and h.get("objective", h.get("E_best")) is not None
-        ]
+        pts = [(h["time"], _value(h)) for h in history
+               if h.get("time") is not None and _value(h) is not None]
         if pts:
             t, f = map(np.asarray, zip(*pts, strict=True))
             lines.append((name, t, np.abs(f - f_ref) / scale, sty[name]))
@@ -165,6 +162,15 @@ def _wall_clock_lines(comparison: Any, sty: dict[str, dict[str, Any]], f_ref: fl
             label = f"{name}: final" if pts else name
             lines.append((label, np.array([at]), np.array([abs(final)]), end))
     return lines
+
+
+def _value(h: dict[str, Any]) -> float | None:
+    """The history entry's value for the wall-clock panel: its objective, else AID's E_best,
+    else the dual bound D of SVM's SMO (its f(alpha) is -D; D tends to f* from below)."""
+    for key in ("objective", "E_best", "bound"):
+        if h.get(key) is not None:
+            return h[key]
+    return None
 
 
 def plot_comparison(comparison: Any, path: str) -> str:

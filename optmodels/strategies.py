@@ -16,6 +16,7 @@ from typing import Any
 from solvers import interrupt
 from solvers.errors import DataError, SubproblemError
 from solvers.options import FULL, OptionTable, validate_options
+from solvers.progress import Progress
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
 
 Runner = Callable[..., SolveResult]
@@ -227,7 +228,16 @@ def _failed(exc: SubproblemError) -> SolveResult:
 
 
 def _full(problem: Any, **options: Any) -> SolveResult:
-    return problem.solve_full(**options)
+    """The monolithic solve; a solve that runs PROGRESS_EVERY seconds logs a line every
+    PROGRESS_EVERY seconds while the backend works and an end line
+    (:mod:`solvers.progress`; the backend's own log is ``verbose=True``)."""
+    progress = Progress("full")
+    solver = options.get("solver") or "the default backend"
+    with progress.heartbeat(f"running ({solver})"):
+        res = problem.solve_full(**options)
+    progress.done(res.iterations, res.objective, res.gap, status=res.termination.value,
+                  solver=res.solver)
+    return res
 
 
 for _name in _REGISTRY:

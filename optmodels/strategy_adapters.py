@@ -226,6 +226,9 @@ def _svm_dual_result(problem: Any, res: SolveResult) -> SolveResult:
     f = res.extra["decision_train"]
     hinge = problem.box @ np.maximum(0.0, 1.0 - problem.y * f)
     res.objective, res.bound = float(alpha.sum() - dual + hinge), dual
+    for h in res.extra.get("history") or []:  # SMO's f(alpha) is minus the problem's dual D
+        if "objective" in h:
+            h["bound"] = -h.pop("objective")
     res.extra.update(
         alpha=alpha,
         form="dual",

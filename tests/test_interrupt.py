@@ -74,8 +74,9 @@ def test_cli_exits_130_with_the_best_point_and_no_traceback(tmp_path):
          "block", "--param", "kernel=rbf", "--param", "C=10", "--param", "q=4",
          "--solution-out", str(tmp_path / "sol.json"), "--verbose"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    assert proc.stdout is not None
-    for line in proc.stdout:  # the solve has started once it reports its first block steps
+    assert proc.stderr is not None
+    for line in proc.stderr:  # the solve has started once it reports its first block steps
+        # (--verbose lines go to stderr with the progress lines)
         if line.startswith("block: step 20 "):
             break
     proc.send_signal(signal.SIGINT)

@@ -82,6 +82,7 @@ from solvers.aid.scaling import LadScaling, worst_scaled
 from solvers.aid.screening import MarginScreen, pure_part
 from solvers.constraints import CoefConstraints
 from solvers.errors import DataError
+from solvers.progress import Progress, verbose_line
 from solvers.result import (
     SolutionStatus,
     SolveResult,
@@ -481,6 +482,7 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
     st: dict[str, Any] = dict(history=[], E_best=np.inf, F=-np.inf, best=None, lp_time=0.0,
                               termination=TerminationCondition.ITERATION_LIMIT, raw="",
                               solver="frisch-newton" if lp_solver == "ipm" else "highs")
+    progress = Progress("aid-lad", start=t0)
     for it in range(1, max_iter + 1):
         remaining = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if remaining is not None and remaining <= 0:
@@ -528,10 +530,12 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
                                   sift_rounds=getattr(lp, "sift_rounds", 0),
                                   fixed=int(getattr(lp, "fixed", np.zeros(0)).sum()),
                                   time=time.perf_counter() - t0))
+        progress.update(it, st["E_best"] / unit, gap, F=st["F"] / unit, clusters=agg.n_clusters,
+                        mixed=n_mixed)
         if verbose:
-            print(f"AID-LAD it {it:3d}  clusters {agg.n_clusters:8d}  mixed {n_mixed:7d}  "
-                  f"F {F / unit:.10g}  E {E / unit:.10g}  gap {gap:.3e}  lp {t_lp:.2f}s  "
-                  f"t {time.perf_counter() - t0:.2f}s")
+            verbose_line(f"AID-LAD it {it:3d}  clusters {agg.n_clusters:8d}  mixed {n_mixed:7d}  "
+                         f"F {F / unit:.10g}  E {E / unit:.10g}  gap {gap:.3e}  lp {t_lp:.2f}s  "
+                         f"t {time.perf_counter() - t0:.2f}s")
         if n_mixed == 0:
             st["termination"], msg = pure_verdict(st["E_best"], st["F"], scale_s, it, "LP",
                                                   lambda: _diagnosis(data))
@@ -555,6 +559,9 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
         else:
             lp.rebuild(*sums)
     st["iterations"] = len(st["history"])
+    last = st["history"][-1] if st["history"] else {}
+    progress.done(st["iterations"], last.get("E_best"), last.get("gap"),
+                  status=st["termination"].value)
     return st
 
 

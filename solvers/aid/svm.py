@@ -60,6 +60,7 @@ from solvers.aid.svm_qp import (
 )
 from solvers.errors import DataError
 from solvers.kernels import Kernel
+from solvers.progress import Progress, verbose_line
 from solvers.result import (
     SolutionStatus,
     SolveResult,
@@ -389,6 +390,7 @@ def _run(model, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbose, t0,
     ``evaluate`` (objective and sign test, one pass) and ``split``."""
     st: dict[str, Any] = dict(history=[], E_best=np.inf, F=-np.inf, best=None, raw="",
                               termination=TerminationCondition.ITERATION_LIMIT)
+    progress = Progress("aid-svm", start=t0)
     for it in range(1, max_iter + 1):
         remaining = None if time_limit is None else time_limit - (time.perf_counter() - t0)
         if remaining is not None and remaining <= 0:
@@ -419,10 +421,12 @@ def _run(model, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbose, t0,
         st["history"].append(dict(iteration=it, clusters=agg.n_clusters, F=F, E=E,
                                   E_best=st["E_best"], gap=gap, mixed=n_mixed, qp_time=t_qp,
                                   time=time.perf_counter() - t0))
+        progress.update(it, st["E_best"], gap, F=st["F"], clusters=agg.n_clusters,
+                        mixed=n_mixed)
         if verbose:
-            print(f"AID-SVM it {it:3d}  clusters {agg.n_clusters:8d}  mixed {n_mixed:7d}  "
-                  f"F {F:.10g}  E {E:.10g}  gap {gap:.3e}  qp {t_qp:.2f}s  "
-                  f"t {time.perf_counter() - t0:.2f}s")
+            verbose_line(f"AID-SVM it {it:3d}  clusters {agg.n_clusters:8d}  mixed {n_mixed:7d}  "
+                         f"F {F:.10g}  E {E:.10g}  gap {gap:.3e}  qp {t_qp:.2f}s  "
+                         f"t {time.perf_counter() - t0:.2f}s")
         if n_mixed == 0:
             st["termination"], msg = pure_verdict(st["E_best"], st["F"], gscale, it, "QP",
                                                   lambda: _diagnosis(model, C))
@@ -435,6 +439,9 @@ def _run(model, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbose, t0,
             break
         model.rows.split(agg, mixed, state, refine)
     st["iterations"] = len(st["history"])
+    last = st["history"][-1] if st["history"] else {}
+    progress.done(st["iterations"], last.get("E_best"), last.get("gap"),
+                  status=st["termination"].value)
     return st
 
 

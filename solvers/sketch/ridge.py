@@ -80,6 +80,7 @@ import numpy as np
 import scipy.linalg
 
 from solvers.errors import DataError
+from solvers.progress import Progress, verbose_line
 from solvers.result import (
     CERTIFICATE_TOL,
     SOLUTION_TOL,
@@ -602,6 +603,7 @@ class _Run:
         """``norms``: form A'b by ``A.norms_rmatvec`` (Dask rows), keeping the squared row and
         column norms of the same pass (``row_norms2``, ``col_norms2``; else None)."""
         self.t0 = time.perf_counter()
+        self.progress = Progress(method, start=self.t0)
         self.A, self.b, self.gamma, self.tol = A, b, gamma, tol
         self.x_star, self.verbose, self.method = x_star, verbose, method
         self.family = method.partition("-")[0]
@@ -683,16 +685,28 @@ class _Run:
         if self.x_star is not None:
             entry["rel_error"] = self.rel_error(x)
         self.history.append(entry)
+        if self.progress.due():
+            self.progress.update(it, f, self.gap(x), grad_norm=rel_grad,
+                                 rel_error=entry.get("rel_error"))
         if self.verbose:
             extra = f"  rel_error {entry['rel_error']:.3e}" if "rel_error" in entry else ""
-            print(f"[{self.method}] iter {it:3d}  f {f:.6e}  grad {rel_grad:.3e}{extra}  "
-                  f"t {entry['time']:.3f}s", flush=True)
+            verbose_line(f"[{self.method}] iter {it:3d}  f {f:.6e}  grad {rel_grad:.3e}{extra}  "
+                         f"t {entry['time']:.3f}s")
+
+    def gap(self, x: np.ndarray) -> float | None:
+        """``(f(x) - f*) / f(0) <= ||grad f(x)||^2 / (2 gamma f(0))`` from the last gradient
+        formed when it was x's (None otherwise, or when f(0) = 0)."""
+        if self.last_gradient is None or self.last_gradient[0] is not x or not self.f0 > 0:
+            return None
+        with np.errstate(over="ignore", invalid="ignore"):
+            return float((self.last_gradient[1] / np.sqrt(2.0 * self.gamma)) ** 2 / self.f0)
 
     def result(self, x, f, rel_grad, it, cond, raw: str = "") -> SolveResult:
         """The result for ``x``; OPTIMAL only for an OPTIMAL ``cond``, else FEASIBLE."""
         status = (SolutionStatus.OPTIMAL if cond is TerminationCondition.OPTIMAL
                   else SolutionStatus.FEASIBLE)
         total = time.perf_counter() - self.t0
+        self.progress.done(it, f, self.gap(x), grad_norm=rel_grad, status=cond.value)
         extra = {"history": self.history, "sketch_time": self.sketch_time,
                  "grad_norm": rel_grad, "rho": self.rho, "passes": self.passes}
         bound = 0.0 if not self.c_norm else self.x_error_bound(x)

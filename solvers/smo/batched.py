@@ -87,10 +87,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 
 import numpy as np
 
 from solvers._core import _batched
+from solvers.progress import Progress
 from solvers.smo.core import (
     GAP_REL,
     STATUS_GAP,
@@ -198,6 +200,8 @@ def solve_dual_batched(
     cache: object | None = None,
     gap_scale: float = 0.0,
     gap_rel: float = GAP_REL,
+    progress: Progress | None = None,
+    offset: int = 0,
 ) -> BatchedDualSolution:
     """Minimise 1/2 a'Qa + p'a + sum h_i(a_i) s.t. y'a = 0, l <= a <= u by batched SMO.
 
@@ -219,6 +223,8 @@ def solve_dual_batched(
         Budget of the column cache (at least q columns are kept whatever the budget).
     gap_scale, gap_rel : float
         As :func:`solvers.smo.core.solve_dual`'s (checked every GAP_EVERY outer steps).
+    progress, offset :
+        As :func:`solvers.smo.core.solve_dual`'s (the loop reports after an outer step).
     """
     del cache
     y = np.ascontiguousarray(y, dtype=float)
@@ -250,17 +256,22 @@ def solve_dual_batched(
         Kc = np.empty((q, n), dtype=Kc.dtype)
     if not Kc.flags.writeable:  # a read-only full Q (never written: the compiled loop takes
         Kc = Kc.copy()  # one writable array for the cache and for Q)
-    trace = np.full((4096, 2), -1.0)
+    trace = np.full((4096, 4), -1.0)  # pair steps, violation, seconds, f(alpha)
+    origin = time.perf_counter() if progress is None else progress.start
+    began = time.perf_counter() - origin
     st = _batched.Settings()
     st.tol, st.max_iter, st.q = float(tol), int(max_iter), q
     st.n_keep, st.inner_factor, st.inner_steps = int(math.floor(keep * q)), float(inner_factor), cap
     st.shrink_every = SHRINK_EVERY if shrinking else 0
     st.min_drop, st.verbose = float(SHRINK_MIN_FRACTION), bool(verbose)
     st.gap_scale, st.gap_rel = (float(gap_scale) if ent else 0.0), float(gap_rel)
-    outer, steps, status, evals, rebuilds, min_curv = _batched.batched_loop(
+    st.track = True
+    st.report_every = progress.poll if progress is not None else 0.0
+    outer, steps, status, evals, rebuilds, min_curv, tracked = _batched.batched_loop(
         spec.kind, np.ascontiguousarray(spec.X, dtype=float),
         np.ascontiguousarray(spec.sqnorm, dtype=float), float(spec.gamma), float(spec.coef0),
-        float(spec.degree), y, lo, up, lin, cent, qd, ent, alpha, beta, grad, Kc, trace, st)
+        float(spec.degree), y, lo, up, lin, cent, qd, ent, alpha, beta, grad, Kc, trace, st,
+        None if progress is None else progress.callback(offset))
     m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
     hval, hp = entropy_terms(alpha, cent, beta) if ent else (np.zeros(1), 0.0)
     qa = grad - lin - hp
@@ -268,13 +279,18 @@ def solve_dual_batched(
     converged = status == STATUS_GAP or (m_up - m_low <= tol and status not in
                                          (STATUS_ITERATION_LIMIT, STATUS_INTERRUPTED))
     used = trace[trace[:, 0] >= 0]  # unused slots hold -1 (filtered in numpy, as the core's)
-    history = [{"iteration": int(s), "violation": max(v, 0.0)} for s, v in used.tolist()]
+    history = [{"iteration": int(s), "violation": max(v, 0.0), "time": began + t, "objective": f}
+               for s, v, t, f in used.tolist()]
+    if history and history[-1]["iteration"] >= steps:  # the last outer step is the end
+        history.pop()
+    history.append({"iteration": int(steps), "violation": float(max(m_up - m_low, 0.0)),
+                    "time": time.perf_counter() - origin, "objective": objective})
     return BatchedDualSolution(
         alpha, grad, int(steps), bool(converged), m_up, m_low, objective, qa,
         stalled=status == STATUS_STALLED and not converged, kernel_evals=int(evals),
         reconstructions=int(rebuilds), history=history, outer_iterations=int(outer),
         gap_stopped=status == STATUS_GAP, interrupted=status == STATUS_INTERRUPTED,
-        min_curvature=float(min_curv))
+        min_curvature=float(min_curv), tracked_objective=float(tracked))
 
 
 __all__ = ["BatchedDualSolution", "solve_dual_batched"]

@@ -42,6 +42,7 @@ import numpy as np
 
 from solvers import interrupt
 from solvers.kernels import Kernel
+from solvers.progress import Progress, verbose_line
 from solvers.result import SolutionStatus, SolveResult, TerminationCondition
 from solvers.smo.certificate import (
     Certificate,
@@ -256,13 +257,15 @@ CHECK_EVERY = 10
 
 
 def _block_loop(qmat: QMatrix, y, lo, up, lin, cent, start: BlockState, q, tol, max_iter,
-                solver, verbose, certified=None) -> BlockState:
+                solver, verbose, certified=None, progress: Progress | None = None,
+                offset: int = 0) -> BlockState:
     """Outer loop shared by the SVM and KLR front ends, continued from ``start``.
 
     Stops when the violation is <= ``tol`` or, tested every CHECK_EVERY steps, when
     ``certified(BlockState)`` is true (the gap certificate already holds: near the entropy's
     ends the violation can stay above ``tol`` for thousands of steps that change f by less
-    than 1e-15 of its scale).
+    than 1e-15 of its scale). ``progress`` gets (offset + step, f, violation) when a line is
+    due (f is computed only then).
     """
     ent = cent is not None
     alpha, grad = start.alpha.copy(), start.grad.copy()
@@ -308,7 +311,11 @@ def _block_loop(qmat: QMatrix, y, lo, up, lin, cent, start: BlockState, q, tol, 
         it += 1
         if verbose:
             f_new = _objective(alpha, grad, lin, cent)
-            print(f"block: step {it} violation {m_up - m_low:.3e} f {f_new:.10g}")
+            verbose_line(f"block: step {it} violation {m_up - m_low:.3e} f {f_new:.10g}"
+                         + (f" time {progress.elapsed():.2f} s" if progress else ""))
+        if progress is not None and progress.due():
+            progress.update(offset + it, _objective(alpha, grad, lin, cent),
+                            violation=m_up - m_low)
         # a block whose subproblem could not be solved to 0.1 tol, or that did not move,
         # five times in a row: the floating-point accuracy of the subproblem is the floor
         stalls = stalls + 1 if not solved or not d.any() else 0
@@ -381,6 +388,8 @@ def block_svm(
     ``dual_objective``, ``stopping_rule``).
     """
     t0 = time.perf_counter()
+    progress = Progress("block", start=t0)
+    used = [0, 0]  # iterations before the current run, after the last
     f = "block_svm"
     kernel = check_kernel(kernel, f)
     X = check_array(X, "X")
@@ -398,17 +407,23 @@ def block_svm(
     q_max = float(np.max(qmat.diag(), initial=0.0))
 
     def run(prev: BlockState | None, tol_: float, budget: int) -> BlockState:
-        return _block_loop(qmat, y_pm, lo, up, lin, None, prev or start, q, tol_, budget,
-                           solver, verbose, lambda st: certificate(st).holds)
+        used[0] = used[1]
+        out = _block_loop(qmat, y_pm, lo, up, lin, None, prev or start, q, tol_, budget,
+                          solver, verbose, lambda st: certificate(st).holds, progress, used[0])
+        used[1] = used[0] + out.iterations
+        return out
 
     def certificate(st: BlockState) -> Certificate:
         b_ = svm_best_intercept(st.grad, y_pm, up)
         obj = _objective(st.alpha, st.grad, lin, None)
-        return Certificate.of(obj, obj - svm_gap(st.alpha, st.grad, y_pm, up, b_),
+        cert = Certificate.of(obj, obj - svm_gap(st.alpha, st.grad, y_pm, up, b_),
                               float(up.sum()), b_, float(st.alpha @ (st.grad - lin)), q_max)
+        progress.update(used[0] + st.iterations, obj, cert.gap)
+        return cert
 
     st, cert, tol_met, rounds, it = refine_loop(run, certificate, run(None, tol, max_iter), tol,
                                                 max_iter, refine)
+    progress.done(it, cert.objective, cert.gap)
     m_up, m_low = index_set_extremes(st.alpha, st.grad, y_pm, lo, up)
     term, sol_status, note = certified_status(*_TERM[st.status], cert)
     return SolveResult(
@@ -452,6 +467,8 @@ def block_klr(
     ``b``, ``max_violation``, ``stopping_rule``).
     """
     t0 = time.perf_counter()
+    progress = Progress("block-klr", start=t0)
+    used = [0, 0]  # iterations before the current run, after the last
     f = "block_klr"
     solver = check_choice(solver, "solver", f, ("CLARABEL", "ECOS"))
     q = check_int(q, "q", f, low=2)
@@ -465,18 +482,24 @@ def block_klr(
     start = _start_state(prob.qmat, feasible_start(yk, lo, up, prob.C), lin, prob.C)
 
     def run(prev: BlockState | None, tol_: float, budget: int) -> BlockState:
-        return _block_loop(prob.qmat, yk, lo, up, lin, prob.C, prev or start, q, tol_, budget,
-                           solver, verbose, lambda st: certificate(st).holds)
+        used[0] = used[1]
+        out = _block_loop(prob.qmat, yk, lo, up, lin, prob.C, prev or start, q, tol_, budget,
+                          solver, verbose, lambda st: certificate(st).holds, progress, used[0])
+        used[1] = used[0] + out.iterations
+        return out
 
     def certificate(st: BlockState) -> Certificate:
         qa = st.grad - lin - entropy_terms(st.alpha, prob.C)[1]
         m_up, m_low = index_set_extremes(st.alpha, st.grad, yk, lo, up)
-        return klr_certificate_at(prob, lam, st.alpha, qa, _objective(st.alpha, st.grad, lin,
+        cert = klr_certificate_at(prob, lam, st.alpha, qa, _objective(st.alpha, st.grad, lin,
                                                                       prob.C),
                                   0.5 * (m_up + m_low))
+        progress.update(used[0] + st.iterations, cert.objective, cert.gap)
+        return cert
 
     st, cert, tol_met, rounds, it = refine_loop(run, certificate, run(None, tol, max_iter), tol,
                                                 max_iter, refine)
+    progress.done(it, cert.objective, cert.gap)
     m_up, m_low = index_set_extremes(st.alpha, st.grad, yk, lo, up)
     term, sol_status, note = certified_status(*_TERM[st.status], cert)
     full = np.zeros(prob.y.size)

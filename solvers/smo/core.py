@@ -58,10 +58,12 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import time
 
 import numpy as np
 
 from solvers._core import _smo
+from solvers.progress import Progress
 from solvers.result import CERTIFICATE_TOL
 from solvers.smo.qmatrix import KIND_MATRIX, KernelQMatrix, QMatrix, cache_slots
 
@@ -166,8 +168,10 @@ class DualSolution:
     kernel_evals: int = 0
     reconstructions: int = 0
     history: list[dict] = dataclasses.field(default_factory=list)
-    """(iteration, violation on the active set) at geometrically spaced iterations, then the
-    final violation over all variables."""
+    """(iteration, violation on the active set, time, objective) at geometrically spaced
+    iterations, then the final violation over all variables. ``time``: seconds since the
+    solve's start (``solve_dual(progress=...)``'s start, else the call's); ``objective``: f(alpha)
+    as the loop keeps it, step by step (the last entry's: the exact f(alpha))."""
     cache: ColumnCache | None = dataclasses.field(default=None, repr=False)
     """The column cache and G_bar at the end of the run (pass to a continuation's
     ``solve_dual(cache=...)``)."""
@@ -178,6 +182,9 @@ class DualSolution:
     interrupted: bool = False
     """The run stopped on Ctrl-C (:mod:`solvers.interrupt`); alpha and its gradient are the
     loop's current point, consistent with each other."""
+    tracked_objective: float = math.nan
+    """f(alpha) as the compiled loop kept it, step by step (for the progress lines and the
+    history); ``objective`` recomputed from the gradient at the end is the one to use."""
     min_curvature: float = math.inf
     """The most negative kernel curvature ``K_ii + K_jj - 2 K_ij`` (= Q_ii + Q_jj - 2 y_i y_j
     Q_ij, without KLR's entropy terms) over the pairs the working-set scans met (+inf if none).
@@ -375,6 +382,8 @@ def solve_dual(
     gap_scale: float = 0.0,
     gap_rel: float = GAP_REL,
     time_limit: float | None = None,
+    progress: Progress | None = None,
+    offset: int = 0,
 ) -> DualSolution:
     """Minimise 1/2 a'Qa + p'a + sum h_i(a_i) s.t. y'a = 0, l <= a <= u by SMO.
 
@@ -405,7 +414,8 @@ def solve_dual(
         attainable accuracy (the objective to ~1e-7 relative). "auto": float64 when the whole
         of Q fits the budget in float64, else float32.
     verbose : bool
-        Print progress every 10^5 iterations.
+        A line every 10^5 iterations (iteration, violation, active variables, f(alpha), seconds)
+        through :func:`solvers.progress.verbose_line`.
     cache : ColumnCache, optional
         The previous run's ``DualSolution.cache`` when continuing it (same ``qmat`` and
         ``cache_dtype``): its columns, and G_bar when ``alpha0`` is the alpha it ended with,
@@ -428,6 +438,12 @@ def solve_dual(
     time_limit : float, optional
         Seconds after which the pairwise loop stops (``time_limited`` set, not converged).
         None: no limit.
+    progress : solvers.progress.Progress, optional
+        The solve's progress lines: the compiled loop reports (iteration + ``offset``, f(alpha),
+        violation, active variables) to it a few times a second when it is enabled; the
+        history's times count from its start.
+    offset : int
+        Iterations done before this run (a continuation's), for the progress lines.
 
     Ctrl-C stops the compiled loop within 1000 pair steps; the solution then has
     ``interrupted`` set (:mod:`solvers.interrupt`).
@@ -440,7 +456,7 @@ def solve_dual(
             qmat, y, lower, upper, linear, entropy_C=entropy_C, alpha0=alpha0, qa0=qa0, tol=tol,
             max_iter=max_iter, working_set=working_set, cache_dtype=cache_dtype,
             cache_mb=getattr(qmat, "cache_mb", 200.0), shrinking=shrinking, verbose=verbose,
-            gap_scale=gap_scale, gap_rel=gap_rel)
+            gap_scale=gap_scale, gap_rel=gap_rel, progress=progress, offset=offset)
     y = np.ascontiguousarray(y, dtype=float)
     lo = np.ascontiguousarray(lower, dtype=float)
     up = np.ascontiguousarray(upper, dtype=float)
@@ -465,11 +481,15 @@ def solve_dual(
                                  np.ascontiguousarray(spec.sqnorm, dtype=float),
                                  float(spec.gamma), float(spec.coef0), float(spec.degree), y)
     trace_it = np.full(TRACE_LENGTH, -1, dtype=np.int64)
-    trace_v = np.zeros(TRACE_LENGTH)
-    it, status, n_rebuild, n_kernel, min_curv = _smo.solve(
+    trace_v, trace_t, trace_f = (np.zeros(TRACE_LENGTH) for _ in range(3))
+    origin = time.perf_counter() if progress is None else progress.start
+    began = time.perf_counter() - origin
+    report = None if progress is None else progress.callback(offset)
+    it, status, n_rebuild, n_kernel, min_curv, tracked = _smo.solve(
         cache.columns, y, lo, up, lin, cent, qd, ent, alpha, beta, grad, cache.gbar, warm,
-        float(tol), int(max_iter), bool(shrinking), bool(verbose), trace_it, trace_v,
-        gap_scale, float(gap_rel), float(time_limit) if time_limit is not None else 0.0,
+        float(tol), int(max_iter), bool(shrinking), bool(verbose), trace_it, trace_v, trace_t,
+        trace_f, gap_scale, float(gap_rel), float(time_limit) if time_limit is not None else 0.0,
+        report, progress.poll if progress is not None else 0.0, True,
     )
     cache.ended_at(alpha, lo, up)
     m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)
@@ -480,16 +500,18 @@ def solve_dual(
                  or (status == STATUS_STALLED and m_up - m_low <= tol))
     kept = trace_it >= 0  # the trace's unused slots hold -1; filter in numpy (a Python pass
     # over every slot cost ~3 ms a run, a small fit's whole loop)
-    history = [{"iteration": i, "violation": v}
-               for i, v in zip(trace_it[kept].tolist(), trace_v[kept].tolist(), strict=True)]
-    history.append({"iteration": int(it), "violation": float(max(m_up - m_low, 0.0))})
+    history = [{"iteration": i, "violation": v, "time": began + t, "objective": f}
+               for i, v, t, f in zip(trace_it[kept].tolist(), trace_v[kept].tolist(),
+                                     trace_t[kept].tolist(), trace_f[kept].tolist(), strict=True)]
+    history.append({"iteration": int(it), "violation": float(max(m_up - m_low, 0.0)),
+                    "time": time.perf_counter() - origin, "objective": objective})
     return DualSolution(alpha, grad, int(it), converged, m_up, m_low, objective, qa,
                         stalled=status == STATUS_STALLED, kernel_evals=int(n_kernel),
                         reconstructions=int(n_rebuild), history=history, cache=cache,
                         gap_stopped=status == STATUS_GAP,
                         time_limited=status == STATUS_TIME_LIMIT,
                         interrupted=status == STATUS_INTERRUPTED,
-                        min_curvature=float(min_curv))
+                        min_curvature=float(min_curv), tracked_objective=float(tracked))
 
 
 __all__ = ["BATCHED_WORKING_SET", "ColumnCache", "DualSolution", "KIND_MATRIX", "TAU",

@@ -52,6 +52,7 @@ import numpy as np
 
 from solvers.errors import DataError
 from solvers.kernels import Kernel
+from solvers.progress import Progress, verbose_line
 from solvers.result import SolveResult
 from solvers.smo.certificate import (
     Certificate,
@@ -232,6 +233,7 @@ def solve_klr_problem(
     ``refine``: continue until the gap certificate holds; ``tol=None``: stop once it holds,
     see the module docstring)."""
     t0 = time.perf_counter()
+    progress = Progress("smo-klr", start=t0)
     lam = check_nonnegative(lam, "lam", "smo_klr")
     tol_requested = check_positive(tol, "tol", "smo_klr", none_ok=True)
     tol = DEFAULT_TOL if tol_requested is None else tol_requested
@@ -250,8 +252,8 @@ def solve_klr_problem(
             start = pilot_start(prob, lam)
             pilot_s = time.perf_counter() - tp
             if verbose:
-                print(f"smo_klr: pilot start from {_pilot_rows(yk.size):,} of {yk.size:,} rows "
-                      f"in {pilot_s:.2f} s", flush=True)
+                verbose_line(f"smo_klr: pilot start from {_pilot_rows(yk.size):,} of "
+                             f"{yk.size:,} rows in {pilot_s:.2f} s")
         else:
             start = feasible_start(yk, prob.lower, prob.upper, prob.C)
         qa0 = None
@@ -279,18 +281,22 @@ def solve_klr_problem(
                                alpha0=a0, qa0=q0, tol=tol_, max_iter=budget,
                                shrinking=shrinking, cache_dtype=dtype, verbose=verbose,
                                cache=None if prev is None else prev.cache, working_set=q,
-                               gap_scale=gap_scale, gap_rel=gap_rel))
+                               gap_scale=gap_scale, gap_rel=gap_rel, progress=progress,
+                               offset=sum(r.iterations for r in runs)))
         return runs[-1]
 
     def certificate(sol: DualSolution) -> Certificate:
         if exact:  # float32 columns: certify from Q alpha recomputed in float64
             _recompute_exactly(prob, lam, sol)
         certs.append(klr_certificate(prob, lam, sol))
+        progress.update(sum(r.iterations for r in runs), sol.objective, certs[-1].gap,
+                        violation=sol.violation)
         return certs[-1]
 
     first = run(None, tol, max_iter)
     sol, cert, tol_met, rounds, iters = refine_loop(
         run, certificate, first, tol, max_iter, refine)
+    progress.done(iters, sol.objective, cert.gap, violation=sol.violation)
     res = _result(prob, lam, sol, cert, time.perf_counter() - t0)
     res.iterations = iters
     res.extra["stopping_rule"] = stopping_rule(sol.violation, tol_met, tol_requested, rounds,

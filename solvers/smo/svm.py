@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from solvers.kernels import Kernel
+from solvers.progress import Progress
 from solvers.result import SolveResult
 from solvers.smo.certificate import (
     Certificate,
@@ -124,7 +125,9 @@ def smo_svm(
         is within CERTIFICATE_TOL (see the module docstring); False stops at ``tol`` (the result
         is then CONVERGED unless the gap happens to be within CERTIFICATE_TOL).
     verbose : bool
-        Progress output.
+        Detailed lines from the loop (:func:`solvers.smo.core.solve_dual`). Progress lines
+        (elapsed time, iterations, dual objective, violation, the gap after each round) go to
+        the ``solvers.progress`` logger whatever ``verbose`` (:mod:`solvers.progress`).
     working_set : int or None
         q, the variables per step: 2 is LIBSVM's pairwise SMO; q > 2 takes
         the q most violating variables, computes their q columns of Q in one pass over the
@@ -142,6 +145,7 @@ def smo_svm(
         ``upper`` (C_i), ``decision_train`` (f on the training rows).
     """
     t0 = time.perf_counter()
+    progress = Progress("smo", start=t0)
     f = "smo_svm"
     kernel = check_kernel(kernel, f)
     X = check_array(X, "X")
@@ -182,16 +186,20 @@ def smo_svm(
                                      max_iter=budget, shrinking=shrinking,
                                      cache_dtype=cache_dtype, verbose=verbose,
                                      cache=None if prev is None else prev.cache,
-                                     working_set=q))
+                                     working_set=q, progress=progress,
+                                     offset=sum(r.iterations for r in rounds_run)))
         return rounds_run[-1]
 
     def certificate(s: DualSolution) -> Certificate:
         b_ = svm_best_intercept(s.grad, yk, up)
-        return Certificate.of(s.objective, s.objective - svm_gap(s.alpha, s.grad, yk, up, b_),
+        cert = Certificate.of(s.objective, s.objective - svm_gap(s.alpha, s.grad, yk, up, b_),
                               float(up.sum()), b_, float(s.alpha @ s.qa), q_max)
-
+        progress.update(sum(r.iterations for r in rounds_run), s.objective, cert.gap,
+                        violation=s.violation)
+        return cert
     first = run(None, tol, max_iter)
     sol, cert, tol_met, rounds, iters = refine_loop(run, certificate, first, tol, max_iter, refine)
+    progress.done(iters, sol.objective, cert.gap, violation=sol.violation)
     b = cert.b
     alpha = np.zeros(n)
     alpha[idx] = sol.alpha

@@ -44,11 +44,14 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <stdexcept>
+#include <string>
 #include <tuple>
 #include <vector>
 
 #include "optmodels/dual_terms.hpp"
 #include "optmodels/kernel.hpp"
+#include "optmodels/progress.hpp"
 #include "optmodels/signals.hpp"
 
 namespace nb = nanobind;
@@ -389,6 +392,8 @@ struct Settings {
   bool verbose = false;
   double gap_scale = 0.0;  // KLR: > 0 enables the gap stop
   double gap_rel = 0.0;
+  double report_every = 0.25;  // seconds between the progress report's calls (progress.hpp)
+  bool track = false;          // keep f(alpha) up to date (the trace's objective, the reports)
 };
 
 // The problem's per-variable arrays (length n).
@@ -404,6 +409,7 @@ struct Result {
   int status = STATUS_CONVERGED;
   i64 evals = 0, rebuilds = 0;
   double min_curv = std::numeric_limits<double>::infinity();  // Subproblem::min_curv, over all
+  double objective = std::numeric_limits<double>::quiet_NaN();  // f(alpha) tracked (NaN: not)
 };
 
 // The batched loop on the cache Kc (n_slots slots of ld >= n entries of T; for KIND_MATRIX, Q
@@ -413,9 +419,10 @@ template <class T>
 class BatchedSolver {
  public:
   BatchedSolver(const Problem& pr, const Settings& st, T* Kc, long n_slots, long ld,
-                double* trace, long trace_len)
+                double* trace, long trace_len, PyObject* report)
       : P(pr), S(st), n(pr.kd.n), p(pr.kd.p), Kc(Kc), n_slots(n_slots), ld(ld), trace(trace),
-        trace_len(trace_len) {}
+        trace_len(trace_len), rep(report, st.report_every),
+        track(st.track || st.verbose || rep.on()) {}
 
   Result run();
 
@@ -425,8 +432,11 @@ class BatchedSolver {
   const long n, p;
   T* Kc;
   const long n_slots, ld;
-  double* trace;
+  double* trace;  // trace_len rows of (pair steps, violation, seconds, f(alpha) or NaN)
   const long trace_len;
+  Reporter rep;
+  const bool track;
+  double fval = std::numeric_limits<double>::quiet_NaN();
   const bool matrix = P.kd.kind == KIND_MATRIX;
 
   ColumnSlots cache;
@@ -474,10 +484,20 @@ class BatchedSolver {
                std::vector<double>& yr) const;
 };
 
-// Python's print (with the GIL, which the loop otherwise runs without).
+// A verbose line: the items joined by spaces as Python's print would, sent to
+// solvers.progress.verbose_line (with the GIL, which the loop otherwise runs without).
 template <class T>
 void BatchedSolver<T>::print(nb::tuple args) const {
-  nb::module_::import_("builtins").attr("print")(*args);
+  std::string line;
+  for (size_t k = 0; k < args.size(); ++k) {
+    if (k > 0) line += ' ';
+    PyObject* text = PyObject_Str(PyTuple_GET_ITEM(args.ptr(), static_cast<Py_ssize_t>(k)));
+    const char* utf8 = text != nullptr ? PyUnicode_AsUTF8(text) : nullptr;
+    if (utf8 != nullptr) line += utf8;
+    else PyErr_Clear();
+    Py_XDECREF(text);
+  }
+  verbose_text(line);
 }
 
 // XTr (p x |rows|), sqn and y on the given rows.
@@ -775,6 +795,18 @@ Result BatchedSolver<T>::run() {
   gather();
   gbar.assign(n, 0.0);
   gbar_at.assign(n, -1);
+  if (track) {  // f(alpha) from the complete gradient at the start; each step adds its change
+    fval = 0.0;
+    for (long t = 0; t < n; ++t) {
+      const double a = P.alpha[t];
+      double g = P.grad[t] - P.lin[t];
+      if (ent) {
+        g -= hp(a, P.beta[t]);
+        fval += entropy_value(a, P.beta[t], P.cent[t]);
+      }
+      fval += 0.5 * a * g + P.lin[t] * a;
+    }
+  }
   bool unshrunk = false, rebuild = false;
   i64 last_check = 0, evals_bar = 0;
   Result res;
@@ -832,8 +864,14 @@ Result BatchedSolver<T>::run() {
     for (long k = 0; k < keep; ++k) W[k] = W_prev[k];
     select(keep, gmax, gmin);
     if (outer < trace_len) {
-      trace[2 * outer] = static_cast<double>(steps);
-      trace[2 * outer + 1] = gmax - gmin;
+      trace[4 * outer] = static_cast<double>(steps);
+      trace[4 * outer + 1] = gmax - gmin;
+      trace[4 * outer + 2] = rep.seconds();
+      trace[4 * outer + 3] = fval;
+    }
+    if (rep.maybe(steps, fval, gmax - gmin, na)) {
+      res.status = STATUS_INTERRUPTED;  // a second Ctrl-C during the report
+      break;
     }
     if (S.gap_scale > 0.0 && outer % GAP_EVERY == 0 && outer > 0 && na == n &&
         gmax - gmin > S.tol) {
@@ -864,7 +902,8 @@ Result BatchedSolver<T>::run() {
     if (S.verbose && outer % 200 == 0) {
       nb::gil_scoped_acquire gil;
       print(nb::make_tuple("smo: working set", q, "outer step", outer, "pair steps", steps,
-                           "violation", gmax - gmin, "active", na));
+                           "violation", gmax - gmin, "active", na, "objective", fval, "time",
+                           rep.seconds()));
     }
     const long cnt = cache_columns(W.data(), nw, cache, need.data(), need_slot.data());
     for (long k = 0; k < cnt; ++k) fresh[need[k]] = outer;
@@ -885,6 +924,22 @@ Result BatchedSolver<T>::run() {
     (void)stalled;
     res.min_curv = std::min(res.min_curv, sub.min_curv);
     steps += s;
+    if (track) {  // f's change: d'(g_old + g_new) / 2 on W (g = G - h'), plus h's change
+      double df = 0.0;
+      for (long k = 0; k < nw; ++k) {
+        const i64 t = W[k];
+        const double dk = aw[k] - aa[t];
+        if (dk == 0.0 && (!ent || bw[k] == ba[t])) continue;
+        double g_old = ga[t], g_new = gw[k];
+        if (ent) {
+          g_old -= hp(aa[t], ba[t]);
+          g_new -= hp(aw[k], bw[k]);
+          df += entropy_value(aw[k], bw[k], ca[t]) - entropy_value(aa[t], ba[t], ca[t]);
+        }
+        df += 0.5 * dk * (g_old + g_new);
+      }
+      fval += df;
+    }
     long nnz = 0, ntc = 0;
     for (long k = 0; k < nw; ++k) {
       const i64 t = W[k];
@@ -937,6 +992,7 @@ Result BatchedSolver<T>::run() {
     evals += shrunk_gradient();
     ++res.rebuilds;
   }
+  res.objective = fval;
   return res;
 }
 
@@ -970,24 +1026,25 @@ KernelData kernel_data(int kind, const Mat& XT, const Vec& sqn, double gamma, do
 }
 
 template <class T>
-std::tuple<i64, i64, int, i64, i64, double> batched_loop(int kind, Mat XT, Vec sqn, double gamma,
+std::tuple<i64, i64, int, i64, i64, double, double> batched_loop(int kind, Mat XT, Vec sqn, double gamma,
                                                  double coef0, double degree, Vec y, Vec lo,
                                                  Vec up, Vec lin, Vec cent, Vec qd, bool ent,
                                                  VecOut alpha, VecOut beta, VecOut grad,
                                                  Arr<T, nb::ndim<2>> Kc,
                                                  Arr<double, nb::ndim<2>> trace,
-                                                 const Settings& settings) {
+                                                 const Settings& settings, nb::object report) {
+  if (trace.shape(1) != 4) throw std::invalid_argument("trace must have 4 columns");
   Problem pr{kernel_data(kind, XT, sqn, gamma, coef0, degree, y), lo.data(), up.data(), lin.data(),
              cent.data(), qd.data(), ent, alpha.data(), beta.data(), grad.data()};
   BatchedSolver<T> solver(pr, settings, Kc.data(), static_cast<long>(Kc.shape(0)),
                           static_cast<long>(Kc.shape(1)), trace.data(),
-                          static_cast<long>(trace.shape(0)));
+                          static_cast<long>(trace.shape(0)), report.ptr());
   Result r;
   {
     nb::gil_scoped_release release;
     r = solver.run();
   }
-  return {r.outer, r.steps, r.status, r.evals, r.rebuilds, r.min_curv};
+  return {r.outer, r.steps, r.status, r.evals, r.rebuilds, r.min_curv, r.objective};
 }
 
 template <class T>
@@ -1027,7 +1084,7 @@ void bind_typed(nb::module_& m) {
   m.def("batched_loop", &batched_loop<T>, "kind"_a, "XT"_a, "sqn"_a, "gamma"_a, "coef0"_a,
         "degree"_a, "y"_a, "lo"_a, "up"_a, "lin"_a, "cent"_a, "qd"_a, "ent"_a,
         "alpha"_a.noconvert(), "beta"_a.noconvert(), "grad"_a.noconvert(), "Kc"_a.noconvert(),
-        "trace"_a.noconvert(), "settings"_a);
+        "trace"_a.noconvert(), "settings"_a, "report"_a.none() = nb::none());
   m.def("fill_and_update", &fill_and_update_py<T>, "kind"_a, "XT"_a, "sqn"_a, "gamma"_a,
         "coef0"_a, "degree"_a, "y"_a, "cols"_a, "slots"_a, "nfill"_a, "Kc"_a.noconvert(),
         "grad"_a.noconvert(), "gslots"_a, "d"_a, "nnz"_a);
@@ -1052,7 +1109,9 @@ NB_MODULE(_batched, m) {
       .def_rw("min_drop", &Settings::min_drop)
       .def_rw("verbose", &Settings::verbose)
       .def_rw("gap_scale", &Settings::gap_scale)
-      .def_rw("gap_rel", &Settings::gap_rel);
+      .def_rw("gap_rel", &Settings::gap_rel)
+      .def_rw("report_every", &Settings::report_every)
+      .def_rw("track", &Settings::track);
   bind_typed<double>(m);
   bind_typed<float>(m);
   m.def("ranked", &ranked_py, "key"_a, "k"_a,

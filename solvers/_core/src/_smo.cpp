@@ -36,6 +36,7 @@
 
 #include "optmodels/dual_terms.hpp"
 #include "optmodels/kernel.hpp"
+#include "optmodels/progress.hpp"
 #include "optmodels/signals.hpp"
 
 namespace nb = nanobind;
@@ -232,12 +233,18 @@ struct SolverOptions {
   double gap_scale = 0.0;  // > 0 (KLR): also stop on the gap estimate (klr_gap_stop)
   double gap_rel = 0.0;
   double time_limit = 0.0;  // seconds, <= 0: none
+  PyObject* report = nullptr;  // progress.hpp: Reporter's Python function, or None / null
+  double report_every = 0.25;  // seconds between its calls
+  bool track = false;          // keep f(alpha) up to date (the trace's objective, the reports)
 };
 
-// (iteration, violation on the active set) at iterations spaced by a factor 1.25.
+// (iteration, violation on the active set, seconds since the start, f(alpha) or NaN when not
+// tracked) at iterations spaced by a factor 1.25.
 struct Trace {
   int64_t* it;
   double* v;
+  double* t;
+  double* f;
   int64_t len;
 };
 
@@ -247,6 +254,7 @@ struct Outcome {
   // the working-set scans met: < 0 proves K indefinite (v = e_i - e_t has v'Kv < 0); +inf if
   // no pair was scanned.
   double min_curvature = std::numeric_limits<double>::infinity();
+  double objective = std::numeric_limits<double>::quiet_NaN();  // f(alpha), tracked (NaN: not)
 };
 
 template <class T>
@@ -265,6 +273,9 @@ class Solver {
   Outcome run();
 
  private:
+  double objective() const;
+  void track_step(int64_t i, int64_t j, double ai_old, double aj_old, double bi_old,
+                  double bj_old, double gi_old, double gj_old);
   const T* col(int64_t t, bool need_full) { return cols_.get<T>(t, need_full, act_.data(), n_act_); }
   double m(int64_t t) const { return -pb_.y[t] * st_.grad[t]; }
   bool up_set(int64_t t) const { return in_up(pb_.y[t], st_.alpha[t], pb_.lo[t], pb_.up[t]); }
@@ -291,7 +302,48 @@ class Solver {
   std::vector<double> hdd_;  // h''(alpha) (ent), else 0
   int64_t n_rebuild_ = 0;
   std::chrono::steady_clock::time_point t0_ = std::chrono::steady_clock::now();
+  Reporter rep_{opt_.report ? opt_.report : Py_None, opt_.report_every};
+  double fval_ = std::numeric_limits<double>::quiet_NaN();  // f(alpha) when opt_.track
 };
+
+// f(alpha) = sum_t 1/2 alpha_t (G_t - p_t - h'_t) + p_t alpha_t + h_t from the gradient, which
+// is complete at the start of a run (O(n); the loop then adds each step's change).
+template <class T>
+double Solver<T>::objective() const {
+  double f = 0.0;
+  for (int64_t t = 0; t < n_; ++t) {
+    const double a = st_.alpha[t];
+    double q = st_.grad[t] - pb_.lin[t];
+    if (pb_.ent) {
+      q -= hp(a, st_.beta[t]);
+      f += entropy_value(a, st_.beta[t], pb_.cent[t]);
+    }
+    f += 0.5 * a * q + pb_.lin[t] * a;
+  }
+  return f;
+}
+
+// Add a pair step's change of f: the quadratic part changes by d'(g_old + g_new) / 2 exactly
+// (g = Q alpha + p = G - h', linear in alpha; d is nonzero at i and j), the entropy by
+// h(new) - h(old) at i and j. The gradient at i and j is already the new one.
+template <class T>
+void Solver<T>::track_step(int64_t i, int64_t j, double ai_old, double aj_old, double bi_old,
+                           double bj_old, double gi_old, double gj_old) {
+  const double* a = st_.alpha;
+  const double* b = st_.beta;
+  const double* g = st_.grad;
+  double gi_new = g[i], gj_new = g[j];
+  double dh = 0.0;
+  if (pb_.ent) {
+    gi_old -= hp(ai_old, bi_old);
+    gj_old -= hp(aj_old, bj_old);
+    gi_new -= hp(a[i], b[i]);
+    gj_new -= hp(a[j], b[j]);
+    dh = entropy_value(a[i], b[i], pb_.cent[i]) - entropy_value(ai_old, bi_old, pb_.cent[i]) +
+         entropy_value(a[j], b[j], pb_.cent[j]) - entropy_value(aj_old, bj_old, pb_.cent[j]);
+  }
+  fval_ += 0.5 * ((a[i] - ai_old) * (gi_old + gi_new) + (a[j] - aj_old) * (gj_old + gj_new)) + dh;
+}
 
 // G_bar = sum over variables at a bound (alpha_t != 0) of alpha_t Q_:t, unless carried over.
 template <class T>
@@ -434,6 +486,7 @@ Outcome Solver<T>::run() {
   if (pb_.ent)
     for (int64_t t = 0; t < n_; ++t) hdd_[t] = hpp(st_.alpha[t], st_.beta[t]);
   init_gbar();
+  if (opt_.track) fval_ = objective();
 
   const double inf = std::numeric_limits<double>::infinity();
   const double* y = pb_.y;
@@ -525,6 +578,8 @@ Outcome Solver<T>::run() {
     if (it >= next_trace && n_trace < trace_.len) {
       trace_.it[n_trace] = it;
       trace_.v[n_trace] = gmax - gmin;
+      trace_.t[n_trace] = rep_.seconds();
+      trace_.f[n_trace] = fval_;
       ++n_trace;
       next_trace = std::max(next_trace + 1, static_cast<int64_t>(static_cast<double>(next_trace) * 1.25));
     }
@@ -536,11 +591,14 @@ Outcome Solver<T>::run() {
       status = STATUS_TIME_LIMIT;
       break;
     }
-    if (opt_.verbose && it % 100000 == 0) {
-      nb::gil_scoped_acquire gil;
-      PySys_WriteStdout("smo: iteration %lld violation %.17g active %lld\n",
-                        static_cast<long long>(it), gmax - gmin, static_cast<long long>(n_act_));
+    if (it % CLOCK_EVERY == 0 && rep_.maybe(it, fval_, gmax - gmin, n_act_)) {
+      status = STATUS_INTERRUPTED;
+      break;
     }
+    if (opt_.verbose && it % 100000 == 0)
+      verbose_printf("smo: iteration %lld violation %.17g active %lld objective %.12g time %.2f s",
+                     static_cast<long long>(it), gmax - gmin, static_cast<long long>(n_act_),
+                     fval_, rep_.seconds());
 
     // ---- two-variable update along d = (+y_i at i, -y_j at j)
     const T* ci = col(i, false);
@@ -558,10 +616,12 @@ Outcome Solver<T>::run() {
     }
     alpha[i] = v.ai;
     alpha[j] = v.aj;
+    const double gi_old = st_.grad[i], gj_old = st_.grad[j];
     grad_update(ci, cj, dai, daj);
     if (pb_.ent)
       entropy_update(i, j, ai_old, aj_old, bi_old, bj_old, v.bi, v.bj, alpha, beta, st_.grad,
                      hdd_.data());
+    if (opt_.track) track_step(i, j, ai_old, aj_old, bi_old, bj_old, gi_old, gj_old);
     // ---- G_bar: contributions of variables entering or leaving a bound
     gbar_update(i, ai_old);
     gbar_update(j, aj_old);
@@ -573,6 +633,7 @@ Outcome Solver<T>::run() {
   out.reconstructions = n_rebuild_;
   out.kernel_evals = cols_.kernel_evals() - evals0;
   out.min_curvature = min_curv;
+  out.objective = fval_;
   return out;
 }
 
@@ -676,8 +737,9 @@ NB_MODULE(_smo, m) {
       "solve",
       [](KernelColumns& cols, CVec y, CVec lo, CVec up, CVec lin, CVec cent, CVec qd, bool ent,
          Vec alpha, Vec beta, Vec grad, Vec gbar, bool warm, double tol, int64_t max_iter,
-         bool shrinking, bool verbose, IVec trace_it, Vec trace_v, double gap_scale,
-         double gap_rel, double time_limit) {
+         bool shrinking, bool verbose, IVec trace_it, Vec trace_v, Vec trace_t, Vec trace_f,
+         double gap_scale, double gap_rel, double time_limit, nb::object report,
+         double report_every, bool track) {
         const size_t n = y.shape(0);
         for (size_t len : {lo.shape(0), up.shape(0), lin.shape(0), cent.shape(0), qd.shape(0),
                            alpha.shape(0), beta.shape(0), grad.shape(0), gbar.shape(0)})
@@ -686,7 +748,8 @@ NB_MODULE(_smo, m) {
           throw std::invalid_argument("the column cache is for another n");
         if (!cols.kernel_set())
           throw std::invalid_argument("set_kernel was not called");
-        if (trace_v.shape(0) != trace_it.shape(0))
+        if (trace_v.shape(0) != trace_it.shape(0) || trace_t.shape(0) != trace_it.shape(0) ||
+            trace_f.shape(0) != trace_it.shape(0))
           throw std::invalid_argument("trace arrays differ in length");
         DualProblem pb{static_cast<int64_t>(n), y.data(), lo.data(), up.data(), lin.data(),
                        cent.data(), qd.data(), ent};
@@ -699,7 +762,11 @@ NB_MODULE(_smo, m) {
         opt.gap_scale = gap_scale;
         opt.gap_rel = gap_rel;
         opt.time_limit = time_limit;
-        Trace tr{trace_it.data(), trace_v.data(), static_cast<int64_t>(trace_it.shape(0))};
+        opt.report = report.ptr();
+        opt.report_every = report_every;
+        opt.track = track || verbose || !report.is_none();
+        Trace tr{trace_it.data(), trace_v.data(), trace_t.data(), trace_f.data(),
+                 static_cast<int64_t>(trace_it.shape(0))};
         Outcome o;
         {
           nb::gil_scoped_release release;
@@ -709,16 +776,20 @@ NB_MODULE(_smo, m) {
             o = Solver<double>(cols, pb, st, opt, tr).run();
         }
         return std::make_tuple(o.iterations, o.status, o.reconstructions, o.kernel_evals,
-                               o.min_curvature);
+                               o.min_curvature, o.objective);
       },
       nb::arg("columns"), nb::arg("y"), nb::arg("lo"), nb::arg("up"), nb::arg("lin"),
       nb::arg("cent"), nb::arg("qd"), nb::arg("ent"), nb::arg("alpha"), nb::arg("beta"),
       nb::arg("grad"), nb::arg("gbar"), nb::arg("warm"), nb::arg("tol"), nb::arg("max_iter"),
       nb::arg("shrinking"), nb::arg("verbose"), nb::arg("trace_it"), nb::arg("trace_v"),
-      nb::arg("gap_scale"), nb::arg("gap_rel"), nb::arg("time_limit"),
+      nb::arg("trace_t"), nb::arg("trace_f"), nb::arg("gap_scale"), nb::arg("gap_rel"),
+      nb::arg("time_limit"), nb::arg("report").none(), nb::arg("report_every"),
+      nb::arg("track"),
       "Run SMO in place on alpha, beta (= C - alpha), grad, gbar; returns (iterations, status, "
       "reconstructions, kernel entries computed, the most negative kernel curvature "
-      "K_ii + K_jj - 2 K_ij its scans met (+inf if none)).");
+      "K_ii + K_jj - 2 K_ij its scans met (+inf if none), f(alpha) tracked step by step (NaN "
+      "unless track, verbose or report)). report(iteration, f, violation, active) is called "
+      "about every report_every seconds (progress.hpp).");
 
   m.def(
       "klr_gap",
