@@ -371,10 +371,18 @@ def _progress_lines(args: argparse.Namespace) -> Iterator[None]:
     if getattr(args, "quiet", False):
         yield
         return
+    from solvers.progress import LOGGER_NAME
+
     log = logging.getLogger("solvers")
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(message)s"))
     saved = log.level, log.propagate
+    # a library's logging.config.dictConfig (disable_existing_loggers=True, as Dask's
+    # distributed does) disables the loggers that exist: the command's own lines come back
+    loggers = [log, logging.getLogger(LOGGER_NAME)]
+    disabled = [lg.disabled for lg in loggers]
+    for lg in loggers:
+        lg.disabled = False
     log.addHandler(handler)
     log.setLevel(VERBOSE if getattr(args, "verbose", False) else logging.INFO)
     log.propagate = False  # one line each, whatever the root logger has
@@ -384,12 +392,14 @@ def _progress_lines(args: argparse.Namespace) -> Iterator[None]:
         log.removeHandler(handler)
         log.setLevel(saved[0])
         log.propagate = saved[1]
+        for lg, was in zip(loggers, disabled, strict=True):
+            lg.disabled = was
 
 
 OUTPUT_FLAGS = ("solution_out", "model_out", "out", "plot")
+"""Arguments naming a file that a command writes."""
 TABLE_FORMATS = ("text", "md", "latex", "csv")
 """``--format`` of compare and table."""
-"""Arguments naming a file that a command writes."""
 INPUT_FLAGS = ("data", "model", "results")
 """Arguments naming a file (or a glob, or a directory of files) that a command reads."""
 

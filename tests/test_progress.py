@@ -191,3 +191,23 @@ def test_cli_shows_progress_on_stderr_unless_quiet(tmp_path, capsys, every_call,
         assert len(lines) >= 2 and lines[-1].startswith("smo: done ")
         assert all(" s  iteration " in ln and "objective" in ln for ln in lines)
     assert logging.getLogger("solvers").handlers[1:] == []  # the CLI's handler is removed
+
+
+def test_cli_progress_survives_a_library_disabling_existing_loggers(tmp_path, capsys,
+                                                                    every_call):
+    """Dask's distributed configures logging with disable_existing_loggers=True, which
+    disabled solvers.progress for the rest of the process (this test's sibling failed in the
+    full suite after the Dask tests): the command re-enables its loggers while it runs."""
+    import logging.config
+
+    from optmodels.cli import main
+
+    logging.config.dictConfig({"version": 1, "disable_existing_loggers": True})
+    assert logging.getLogger(progress.LOGGER_NAME).disabled
+    argv = ["solve", "svm", "--data", _csv(tmp_path), "--strategy", "smo", "--param",
+            "kernel=rbf"]
+    assert main(argv) == 0
+    lines = [ln for ln in capsys.readouterr().err.splitlines() if ln.startswith("smo: ")]
+    assert lines and lines[-1].startswith("smo: done ")
+    assert logging.getLogger(progress.LOGGER_NAME).disabled  # restored afterwards
+    logging.getLogger(progress.LOGGER_NAME).disabled = False
