@@ -3,7 +3,8 @@
 Every test compares the toolkit with an independent reference: a closed form, numpy/scipy
 (``linprog``, ``minimize``, an SVD), scikit-learn (``Ridge``, ``SVC``), statsmodels
 (``QuantReg``), or the same problem rewritten (removal vs zero weight, repetition vs integer
-weight, rescaled data). The equivalence rows (#11, #12, #13, #24) run for seeds 0-4 (#32).
+weight, rescaled data). The equivalence rows (#11, #12, #13) run for seeds 0-4 (#32); #24 lives
+in tests/conformance/test_strategies.py.
 There are no scikit-learn estimators yet: the rows that only make sense for an estimator are
 listed in :data:`AWAITING_ESTIMATORS` instead of being faked or skipped silently.
 """
@@ -28,7 +29,7 @@ from solvers.qp import QPData
 from solvers.result import CERTIFICATE_TOL, TerminationCondition
 
 SEEDS = [0, 1, 2, 3, 4]
-"""#32: the seed sweep of every equivalence test (#11, #12, #13, #24)."""
+"""#32: the seed sweep of every equivalence test (#11, #12, #13)."""
 
 AWAITING_ESTIMATORS = {
     9: "predict before fit -> NotFittedError needs estimators with fit/predict",
@@ -728,51 +729,12 @@ def test_case23_smo_iteration_cap_warns_with_the_count():
 
 
 # ================================================================ #24: strategies vs full
-def _instance_24(name: str, seed: int, strategy: str = ""):
-    if name == "ridge":
-        X, y = lad_data(n=150, p=12, seed=seed)
-        return Ridge(X, y, alpha=1.0)
-    if name == "lad":
-        return LAD(*lad_data(n=100, p=4, seed=seed))
-    X, y = clf_data(n=80, p=3, seed=seed)
-    if name == "svm":  # "newton" solves the squared hinge; the others the hinge
-        return SVM(X, y, C=1.0, loss="squared_hinge" if strategy == "newton" else "hinge")
-    return KLR(X, y, C=1.0, kernel="linear")
-
-
-def _strategies_24():
-    out = []
-    for problem in (LAD, SVM, KLR, Ridge):
-        for strategy in problem.strategies():
-            if strategy == "full":
-                continue
-            marks = [pytest.mark.slow] if (problem.NAME, strategy) == ("klr", "block") else []
-            out.append(pytest.param(problem.NAME, strategy, marks=marks,
-                                    id=f"{problem.NAME}-{strategy}"))
-    return out
-
-
-@pytest.mark.parametrize("seed", SEEDS)
-@pytest.mark.parametrize("name, strategy", _strategies_24())
-def test_case24_strategy_agrees_with_the_full_solve_or_says_it_did_not(name, strategy, seed):
-    problem = _instance_24(name, seed, strategy)
-    full = problem.solve().require_optimal()
-    res = problem.solve(strategy=strategy)
-    scale = problem.natural_scale() or max(1.0, abs(full.objective))
-    if res.is_optimal or res.certified:
-        assert abs(res.objective - full.objective) <= CERTIFICATE_TOL * scale, (
-            f"{strategy} claims optimal at {res.objective!r}, full solve {full.objective!r}")
-        if name == "ridge":  # ||x - x*||^2 <= 2 (f - f*) / alpha
-            bound = np.sqrt(2 * 2 * CERTIFICATE_TOL * scale / problem.alpha)
-            assert np.linalg.norm(res.x - full.x) <= bound
-        if name == "svm":  # strongly convex in w with modulus 1
-            bound = np.sqrt(2 * 2 * CERTIFICATE_TOL * scale)
-            assert np.linalg.norm(svm_w(problem, res) - svm_w(problem, full)) <= bound
-    else:
-        assert res.termination not in (TerminationCondition.OPTIMAL,
-                                       TerminationCondition.CERTIFIED)
-        with pytest.raises(SolveError):
-            res.require_optimal()
+# Moved to tests/conformance/test_strategies.py (issue 31): every registered (problem, strategy)
+# pair on an instance in its own regime (AID ending below n/5 clusters; each ridge sketch where
+# it converges), its recorded termination asserted exactly (a pair missing from the table
+# fails), compared with the full solve on objective, solution and decision values. The former
+# test here accepted "not optimal" as a pass (12 of 22 pairs never compared; AID started with a
+# cluster per row), so a regression to numerical_error everywhere passed it.
 
 
 # ================================================================ #25-#29: export
@@ -879,8 +841,7 @@ def test_case32_equivalence_tests_sweep_seeds_0_to_4():
 
     module = sys.modules[__name__]
     for fn in (test_case11_zero_weight_is_removal_and_integer_weight_is_repetition,
-               test_case12_uniform_weight_scaling, test_case13_lad_equivariance,
-               test_case24_strategy_agrees_with_the_full_solve_or_says_it_did_not):
+               test_case12_uniform_weight_scaling, test_case13_lad_equivariance):
         seeds = [m.args[1] for m in fn.pytestmark if m.name == "parametrize"
                  and m.args[0] == "seed"]
         assert seeds == [SEEDS] and SEEDS == list(range(5)), fn.__name__
