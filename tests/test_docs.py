@@ -73,3 +73,36 @@ def test_guide_examples_run(page: str, tmp_path: Path, monkeypatch: pytest.Monke
     namespace: dict = {"__name__": "__docs__"}
     for block in blocks:
         exec(compile(block, f"docs/guide/{page}", "exec"), namespace)  # noqa: S102
+
+
+def test_maths_is_typeset() -> None:
+    """mkdocs.yml enables arithmatex (generic output for MathJax, whose config file exists), and
+    the problem pages write no formula as a plain-text indented block or code span: a block or
+    span with maths operators (sum_i, ||.||, <=, ^2, 1/2, "min over") must be $...$ / $$...$$."""
+    yaml = pytest.importorskip("yaml")
+
+    class _Loader(yaml.SafeLoader):
+        pass
+
+    # mkdocs.yml may use !!python/name tags; none are needed to read the extension list
+    _Loader.add_multi_constructor("", lambda loader, suffix, node: None)
+    config = yaml.load((ROOT / "mkdocs.yml").read_text(encoding="utf-8"), Loader=_Loader)
+    extensions = {}
+    for entry in config["markdown_extensions"]:
+        extensions.update(entry if isinstance(entry, dict) else {entry: None})
+    assert (extensions.get("pymdownx.arithmatex") or {}).get("generic") is True
+    scripts = config.get("extra_javascript", [])
+    assert "javascripts/mathjax.js" in scripts and (DOCS / "javascripts" / "mathjax.js").is_file()
+    assert any("mathjax" in s and s.startswith("https://") for s in scripts)
+
+    maths = re.compile(r"sum_i|\|\||<=|>=|\^2|\b1/2\b|min over|max over")
+    hits = []
+    for page in sorted((DOCS / "problems").glob("*.md")):
+        text = page.read_text(encoding="utf-8")
+        text = re.sub(r"```.*?```", "", text, flags=re.S)      # fenced code (examples)
+        text = re.sub(r"\$\$.*?\$\$", "", text, flags=re.S)    # display maths
+        blocks = re.findall(r"(?:^|\n\n)((?: {4}.*(?:\n|$))+)", text)   # indented blocks
+        spans = re.findall(r"`([^`\n]+)`", text)
+        hits += [f"{page.name}: block {b.strip()[:60]!r}" for b in blocks if maths.search(b)]
+        hits += [f"{page.name}: span {s!r}" for s in spans if maths.search(s)]
+    assert not hits, "\n".join(hits)
