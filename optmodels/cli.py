@@ -381,8 +381,10 @@ def _progress_lines(args: argparse.Namespace) -> Iterator[None]:
     # distributed does) disables the loggers that exist: the command's own lines come back
     loggers = [log, logging.getLogger(LOGGER_NAME)]
     disabled = [lg.disabled for lg in loggers]
+    child_level = loggers[1].level
     for lg in loggers:
         lg.disabled = False
+    loggers[1].setLevel(logging.NOTSET)  # the command's level decides (set on "solvers")
     log.addHandler(handler)
     log.setLevel(VERBOSE if getattr(args, "verbose", False) else logging.INFO)
     log.propagate = False  # one line each, whatever the root logger has
@@ -394,6 +396,7 @@ def _progress_lines(args: argparse.Namespace) -> Iterator[None]:
         log.propagate = saved[1]
         for lg, was in zip(loggers, disabled, strict=True):
             lg.disabled = was
+        loggers[1].setLevel(child_level)
 
 
 OUTPUT_FLAGS = ("solution_out", "model_out", "out", "plot")

@@ -3,6 +3,7 @@ no shipped file points at notes outside the repository."""
 
 from __future__ import annotations
 
+import logging
 import re
 import subprocess
 import sys
@@ -71,8 +72,19 @@ def test_guide_examples_run(page: str, tmp_path: Path, monkeypatch: pytest.Monke
     assert blocks, f"docs/guide/{page} has no Python example"
     monkeypatch.chdir(tmp_path)
     namespace: dict = {"__name__": "__docs__"}
-    for block in blocks:
-        exec(compile(block, f"docs/guide/{page}", "exec"), namespace)  # noqa: S102
+    # the compare guide configures logging (basicConfig, a logger's level): put it back, so
+    # that later tests in this process start from the default configuration
+    root, progress = logging.getLogger(), logging.getLogger("solvers.progress")
+    saved = list(root.handlers), root.level, progress.level
+    try:
+        for block in blocks:
+            exec(compile(block, f"docs/guide/{page}", "exec"), namespace)  # noqa: S102
+    finally:
+        for handler in root.handlers[:]:
+            if handler not in saved[0]:
+                root.removeHandler(handler)
+        root.setLevel(saved[1])
+        progress.setLevel(saved[2])
 
 
 def test_maths_is_typeset() -> None:
