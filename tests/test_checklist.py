@@ -634,12 +634,21 @@ def test_case21_extreme_column_scale_keeps_the_lad_optimum(solver, factor):
 
 @pytest.mark.parametrize("C", [1e-10, 1e20])
 def test_case21_extreme_C_svm_is_exact_or_flagged(C):
+    """Recorded outcomes (a change in either direction fails): at C = 1e-10 the default
+    (primal) full solve fails its certificate (w ~ 1e-9) and says numerical_error, while the
+    dual form is optimal at the reference; at C = 1e20 the objective is certified, equal to C
+    times the hinge LP's optimum, but w is not (the solution rule): converged."""
     X, y = clf_data(n=40, sep=1.0)
     res = SVM(X, y, C=C).solve()
-    assert res.termination is not TerminationCondition.INFEASIBLE, res.raw_status
-    if res.is_optimal:
-        ref = svm_reference(X, y, C) if C <= 1e6 else C * hinge_lp_reference(X, y)
-        assert res.objective == pytest.approx(ref, rel=1e-6)
+    if C < 1:
+        assert res.termination is TerminationCondition.NUMERICAL_ERROR, res.raw_status
+        dual = SVM(X, y, C=C).solve(form="dual")
+        assert dual.is_optimal, dual.raw_status
+        assert dual.objective == pytest.approx(svm_reference(X, y, C), rel=1e-6)
+    else:
+        assert res.termination is TerminationCondition.CONVERGED, res.raw_status
+        assert res.gap <= 1e-6 and res.solution_gap > 1e-3
+        assert res.objective == pytest.approx(C * hinge_lp_reference(X, y), rel=1e-6)
 
 
 def hinge_lp_reference(X, y) -> float:
