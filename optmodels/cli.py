@@ -701,8 +701,9 @@ def _exit_status(results: list[Any]) -> int:
 def _named_solution(problem: Any, res: Any, names: list[str]) -> dict[str, Any]:
     """``coefficients`` {feature name: value} and ``intercept`` from the result's typed
     solution (:mod:`solvers.solution`) for LAD, ridge and the linear SVM / KLR (w = sum_s
-    dual_coef_s x_s for a dual); ``n_support_vectors`` (alpha_i above 1e-8 max alpha) for the
-    other kernels."""
+    dual_coef_s x_s for a dual); ``n_support_vectors`` (alpha_i above SUPPORT_REL max alpha)
+    for the other kernels."""
+    from optmodels.svm import SUPPORT_REL
     from solvers.solution import KernelSolution
 
     sol = res.solution
@@ -710,8 +711,8 @@ def _named_solution(problem: Any, res: Any, names: list[str]) -> dict[str, Any]:
         return {}
     if isinstance(sol, KernelSolution):
         if sol.kernel.name != "linear":
-            alpha = np.asarray(res.extra.get("alpha", res.x), dtype=float)
-            n_sv = int(np.count_nonzero(alpha > SUPPORT_REL * max(float(alpha.max()), 0.0)))
+            a = np.abs(sol.dual_coef)  # |alpha_s y_s| on the support
+            n_sv = int(np.count_nonzero(a > SUPPORT_REL * float(np.max(a, initial=0.0))))
             return {"n_support_vectors": int(res.extra.get("n_sv", n_sv))}
         sol = sol.linear()
     if sol.coef.size != len(names):
@@ -720,8 +721,6 @@ def _named_solution(problem: Any, res: Any, names: list[str]) -> dict[str, Any]:
             "intercept": float(sol.intercept)}
 
 
-SUPPORT_REL = 1e-8
-"""A row is a support vector when alpha_i > SUPPORT_REL * max alpha (as the estimators)."""
 
 
 SOLUTION_FORMATS = (".npy", ".csv", ".json")

@@ -157,22 +157,23 @@ class LAD(Problem):
         step) and then shrunk toward 0 into the box -2 (1 - tau) s <= u <= 2 tau s (0 lies in
         the box and the subspace is a cone, so the result stays in both); y'u of it. A u that
         was optimal loses only round-off."""
-        D = self.design
-        u = np.asarray(u, dtype=float)
+        rows = self.sample_weight > 0  # a row of weight 0 has the box [0, 0]: u_i = 0
+        D = self.design[rows]
+        u = np.asarray(u, dtype=float)[rows]
         G = np.asarray(D.T @ D) if not is_scipy_sparse(D) else (D.T @ D).toarray()
         for _ in range(2):
             r = np.asarray(D.T @ u).ravel()
             if not np.any(r):
                 break
             u = u - np.asarray(D @ np.linalg.lstsq(G, r, rcond=None)[0]).ravel()
-        hi = 2.0 * self.quantile * self.sample_weight
-        lo = -2.0 * (1.0 - self.quantile) * self.sample_weight
+        hi = 2.0 * self.quantile * self.sample_weight[rows]
+        lo = -2.0 * (1.0 - self.quantile) * self.sample_weight[rows]
         with np.errstate(divide="ignore", invalid="ignore"):
             over = np.where(u > 0, u / hi, np.where(u < 0, u / lo, 0.0))
         worst = float(np.max(over, initial=0.0))
         if worst > 1.0:
             u = u / worst
-        return float(self.y @ u)
+        return float(self.y[rows] @ u)
 
     def _data_kwargs(self) -> dict[str, Any]:
         return {"X": self._X, "y": self.y, "sample_weight": self.sample_weight,

@@ -370,9 +370,11 @@ def reevaluate(problem: Any, res: SolveResult) -> SolveResult:
         res.extra["train_accuracy"] = problem.train_accuracy(alpha, float(res.extra["b"]))
     elif name == "lad":
         res.objective = problem.objective(res.x, res.extra.get("intercept", 0.0))
-        if res.extra.get("dual_u") is not None and not problem.lazy:
+        if res.extra.get("dual_u") is not None and not problem.lazy \
+                and problem.coef_constraints is None:
+            # the full solve's u, or AID's disaggregated cluster duals (s_i v_k(i))
             res.bound = problem.dual_bound(res.extra["dual_u"])
-        else:  # AID's bound is its aggregated LP's (a dual per cluster, repaired as above)
+        else:  # Dask data or constraints: the strategy's own bound
             res.extra["bound_source"] = "strategy"
     elif name == "ridge":
         g = stable_norm(problem.gradient(res.x))

@@ -94,6 +94,11 @@ def check_kernel_range(X: Any) -> None:
             f"overflow float64 above {limit:.3g}. Rescale the features (e.g. StandardScaler).")
 
 
+SUPPORT_REL = 1e-8
+"""A dual's alpha_i at or below SUPPORT_REL * max_i C_i is zero in its typed solution (the
+estimators' rule for their support vectors)."""
+
+
 def max_kernel_diag(kernel: Kernel, X: Any) -> float:
     """max_i k(x_i, x_i) (0 when negative: an indefinite precomputed kernel), the factor
     between a distance in feature space and a decision value (Cauchy-Schwarz)."""
@@ -311,7 +316,11 @@ class SVM(Problem):
             return LinearSolution(np.asarray(res.x, dtype=float), float(b))
         if self.lazy:
             return None
-        alpha = res.extra.get("alpha", res.x)
+        alpha = np.asarray(res.extra.get("alpha", res.x), dtype=float)
+        # an interior point leaves alphas of 1e-10 C on rows off the margin: zero them, as the
+        # estimators do, so the solution's support is the support (a change of the decision
+        # values of at most n * SUPPORT_REL * max C_i * max k(x, x'))
+        alpha = np.where(alpha > SUPPORT_REL * float(np.max(self.box, initial=0.0)), alpha, 0.0)
         return KernelSolution.from_dual(self._X, alpha, self.y, float(b), self.kernel_)
 
     def _w_norm(self, res: SolveResult) -> float:

@@ -49,9 +49,31 @@ def test_lad_dual_bound_is_valid_for_any_u(lad_data):
     assert prob.dual_bound(u) == pytest.approx(full.objective, rel=1e-8)
 
 
-def test_aid_lad_bound_is_labelled_as_the_strategy_s(lad_data):
+@pytest.mark.parametrize("lp", ["simplex", "ipm"])
+@pytest.mark.parametrize("quantile", [0.5, 0.2])
+def test_aid_lad_bound_rederived_from_its_disaggregated_dual(lad_data, lp, quantile):
+    """AID returns u_i = s_i v_k(i) from its last aggregated LP's cluster duals; the problem's
+    own repair of it gives the same bound (rows of weight 0 get u_i = 0 and are left out)."""
     X, y, s = lad_data
-    res = run_strategy(LAD(X, y, sample_weight=s), "aid", verify="independent")
+    s = s.copy()
+    s[:7] = 0.0
+    prob = LAD(X, y, sample_weight=s, quantile=quantile)
+    own = run_strategy(prob, "aid", lp=lp)
+    ind = run_strategy(prob, "aid", lp=lp, verify="independent")
+    assert ind.extra["bound_source"] == "toolkit" and ind.is_optimal
+    u = ind.extra["dual_u"]
+    assert np.all(u[:7] == 0.0) and u.shape == y.shape
+    scale = prob.natural_scale()
+    assert ind.bound == pytest.approx(own.bound, abs=1e-9 * scale)
+    assert ind.bound <= prob.solve().objective + 1e-9 * scale
+
+
+def test_constrained_aid_bound_is_labelled_as_the_strategy_s(lad_data):
+    from scipy.optimize import Bounds
+
+    X, y, s = lad_data
+    res = run_strategy(LAD(X, y, sample_weight=s, bounds=Bounds(-10, 10)), "aid",
+                       verify="independent")
     assert res.extra["bound_source"] == "strategy" and res.is_optimal
 
 

@@ -42,17 +42,16 @@ from sklearn.utils.validation import check_is_fitted
 from optmodels.estimators._base import OptEstimator
 from optmodels.klr import KLR
 from optmodels.strategies import AUTO_STRATEGY, options_for
-from optmodels.svm import SVM
+from optmodels.svm import SUPPORT_REL, SVM
 from optmodels.validation import Param, resolve_gamma
 from solvers.result import SolveResult
 from solvers.rows import any_dask, is_dask
 from solvers.solution import KernelSolution, LinearSolution
 from solvers.special import expit
 
-SUPPORT_REL = 1e-8
-"""Row s is a support vector of a pair when alpha_s > SUPPORT_REL * max_s C_s (and, for the SVM,
-y_s f(x_s) <= 1 + MARGIN_TOL): interior-point solves leave alphas of 1e-9 to 1e-6 C on rows
-that SMO sets to exactly 0."""
+# Row s is a support vector of a pair when alpha_s > SUPPORT_REL * max_s C_s
+# (optmodels.svm.SUPPORT_REL; and, for the SVM, y_s f(x_s) <= 1 + MARGIN_TOL): interior-point
+# solves leave alphas of 1e-9 to 1e-6 C on rows that SMO sets to exactly 0.
 MARGIN_TOL = 1e-3
 """SVM: a row strictly outside the margin (y f(x) > 1 + MARGIN_TOL, SMO's default tol) has
 alpha = 0 at the optimum (KKT), so an interior-point remainder there is not support."""

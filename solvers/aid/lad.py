@@ -283,7 +283,12 @@ def aid_lad(
               else scaled_constraints(constraints, sc.col, sc.t, fit_intercept))
     state = _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, tol,
                  callback, verbose, t0, split, sift, sc, scale, quantile, lp, scaled)
-    return _result(state, agg, keep, n, fit_intercept, t0, sc, scale)
+    res = _result(state, agg, keep, n, fit_intercept, t0, sc, scale)
+    if (res.x is not None and lp != "constrained" and state.get("v") is not None
+            and type(data) is LadRows):
+        res.extra["dual_u"] = _disaggregated_dual(state["v"], agg.labels, data.s / sc.w, keep,
+                                                  n, box=quantile_box(quantile))
+    return res
 
 
 def _resolve_auto(init: Any, lp: str, split: str) -> tuple[Any, str, str]:
@@ -512,6 +517,7 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
             callback(it, _original_model(agg, fit_intercept, sc, box), agg.labels)
         SXa, coef = _with_intercept(agg, fit_intercept), out.coef
         F = out.bound if out.bound is not None else dual_bound(SXa, agg.SY, out.v, abs_y, box)
+        st["v"] = out.v  # the clusters' duals of this LP (the certificate's dual vector)
         beta, b = coef[:p], (coef[p] if fit_intercept else 0.0)
         st["F"] = max(st["F"], F)  # every F^t is a valid bound, so is their maximum
         if rule == "near" and type(data) is not LadRows:
@@ -678,6 +684,23 @@ def _original_model(
     model = new_highs()
     model.passModel(lad_dual_lp(SXa / sc.w, agg.SY / sc.unit, box))
     return model
+
+
+def _disaggregated_dual(v: np.ndarray, labels: np.ndarray, s: np.ndarray,
+                        keep: np.ndarray | None, n: int,
+                        box: tuple[float, float]) -> np.ndarray:
+    """The original LAD dual's vector u_i = s_i v_k(i) from the last aggregated LP's cluster
+    duals v (clipped to the quantile box): feasible when v is (sum_i u_i x_i = sum_k v_k SX_k
+    = 0; |u_i| within s_i times the box) and y'u = sum_k v_k SY_k, the aggregated dual's
+    objective. It lets ``verify="independent"`` re-derive AID's bound from an n-vector with the
+    problem's own arithmetic (``LAD.dual_bound``: projected onto X'u = 0, shrunk into the box).
+    Rows of weight 0 get 0."""
+    u_kept = s * np.clip(np.asarray(v, dtype=float), *box)[labels]
+    if keep is None:
+        return u_kept
+    u = np.zeros(n)
+    u[keep] = u_kept
+    return u
 
 
 def _lp_version(st: dict[str, Any]) -> str:
