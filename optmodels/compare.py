@@ -307,8 +307,13 @@ def instance_line(instance: dict[str, Any]) -> str:
     parts = [f"{instance['problem']}, n = {instance['n']:,}, p = {instance['p']:,}"]
     if "density" in instance:
         parts.append(f"density {format_number(instance['density'])}")
-    parts += [f"{k}={v}" for k, v in instance.items() if k not in fixed]
+    parts += [f"{k}={_short(v)}" for k, v in instance.items() if k not in fixed]
     return ", ".join(parts) + f"; source: {instance.get('source', '-')}"
+
+
+def _short(v: Any) -> str:
+    """A parameter as shown: floats to 4 significant digits (a resolved gamma = 0.1688...)."""
+    return f"{v:.4g}" if isinstance(v, float) else str(v)
 
 
 def timing_line(timing: dict[str, Any]) -> str:
