@@ -307,11 +307,11 @@ def instance_line(instance: dict[str, Any]) -> str:
     parts = [f"{instance['problem']}, n = {instance['n']:,}, p = {instance['p']:,}"]
     if "density" in instance:
         parts.append(f"density {format_number(instance['density'])}")
-    parts += [f"{k}={_short(v)}" for k, v in instance.items() if k not in fixed]
+    parts += [f"{k}={short_value(v)}" for k, v in instance.items() if k not in fixed]
     return ", ".join(parts) + f"; source: {instance.get('source', '-')}"
 
 
-def _short(v: Any) -> str:
+def short_value(v: Any) -> str:
     """A parameter as shown: floats to 4 significant digits (a resolved gamma = 0.1688...)."""
     return f"{v:.4g}" if isinstance(v, float) else str(v)
 
@@ -421,10 +421,7 @@ def _row_notes(problem: Any, res: SolveResult) -> dict[str, Any]:
     is unique (where it need not be, ``distance`` between two optimal results can be large)."""
     notes = []
     clusters = res.extra.get("n_clusters_final")
-    rows = int(np.count_nonzero(np.asarray(problem.sample_weight) > 0)) \
-        if getattr(problem, "sample_weight", None) is not None \
-        and not getattr(problem, "lazy", False) else problem.n
-    if clusters is not None and clusters >= rows:
+    if clusters is not None and clusters >= _weighted_rows(problem):
         notes.append("no aggregation (clusters = rows)")
     if res.solution_unique is not True and res.x is not None:
         notes.append("optimum may not be unique: distance compares one optimum with another")
@@ -432,6 +429,14 @@ def _row_notes(problem: Any, res: SolveResult) -> dict[str, Any]:
     if notes:
         out["note"] = "; ".join(notes)
     return out
+
+
+def _weighted_rows(problem: Any) -> int:
+    """The rows of positive weight (AID clusters those only); n on Dask data."""
+    s = getattr(problem, "sample_weight", None)
+    if s is None or getattr(problem, "lazy", False):
+        return problem.n
+    return int(np.count_nonzero(np.asarray(s) > 0))
 
 
 def _json_history(res: SolveResult) -> list[dict[str, Any]]:

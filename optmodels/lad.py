@@ -319,21 +319,17 @@ class LAD(Problem):
         the solver works on numbers near 1 whatever the data's scale (HiGHS's absolute
         tolerances wrecked a model whose data were multiplied by 1e-10), and the result maps
         back exactly: E and the verified bound times t, beta0 times t."""
-        from scipy.optimize import Bounds, LinearConstraint
+        from solvers.scaling import nearest_pow2
 
         spread = self.best_constant_loss() / float(np.sum(self.sample_weight))
-        t = 2.0 ** round(float(np.log2(spread))) if spread > 0 else 1.0
+        t = nearest_pow2(spread)
         if t == 1.0:
             return self._solve_form("primal", solver, **kwargs)
-        cc = self.coef_constraints
-        G, lb, ub = cc.G.copy(), cc.lb.copy(), cc.ub.copy()
-        if self.fit_intercept:
-            G[:, -1] *= t
-            lb[-1], ub[-1] = lb[-1] / t, ub[-1] / t
-        rows = type(cc)(G, cc.lo, cc.hi, lb, ub).rows_normalized()
+        # theta = d * theta': beta unchanged, beta0 = t beta0'
+        d = np.r_[np.ones(self.p), t] if self.fit_intercept else np.ones(self.p)
+        rows, bounds = self.coef_constraints.substituted(d).to_scipy()
         scaled = LAD(self._X / t, self.y / t, sample_weight=self.sample_weight,
-                     constraints=LinearConstraint(rows.G, rows.lo, rows.hi) if cc.m else None,
-                     bounds=Bounds(lb, ub), **self.params)
+                     constraints=rows, bounds=bounds, **self.params)
         res = scaled._solve_form("primal", solver, **kwargs)
         if res.x is not None:
             intercept = float(res.extra["intercept"]) * t

@@ -215,7 +215,9 @@ def _instance_title(comparison: Any) -> str:
     inst = getattr(comparison, "instance", None) or {}
     if not inst:
         return comparison.problem
-    params = [f"{k}={v:.4g}" if isinstance(v, float) else f"{k}={v}" for k, v in inst.items()
+    from optmodels.compare import short_value
+
+    params = [f"{k}={short_value(v)}" for k, v in inst.items()
               if k not in ("problem", "n", "p", "density", "source") and v is not None]
     size = f"n = {inst['n']:,}, p = {inst['p']:,}"
     return f"{comparison.problem} ({', '.join([size, *params[:4]])})"

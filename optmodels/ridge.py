@@ -261,18 +261,15 @@ class Ridge(Problem):
         constraints' sides times a / t, so the backend works on numbers near 1 whatever the
         data's scale (Clarabel called the model infeasible at scales 1e-10 and 1e10); the
         result maps back exactly and is certified again on the original model."""
-        from scipy.optimize import Bounds, LinearConstraint
+        from solvers.scaling import entries_rms_pow2, nearest_pow2
 
         X = self._X
-        sq = float(X.multiply(X).mean()) if is_scipy_sparse(X) else float(np.mean(X * X))
-        a = _pow2(np.sqrt(sq))
-        t = _pow2(np.sqrt(2.0 * self.natural_scale() / float(np.sum(self.sample_weight))))
-        cc, d = self.coef_constraints, self.p
-        rows = type(cc)(cc.G[:, :d], cc.lo * (a / t), cc.hi * (a / t), cc.lb[:d],
-                        cc.ub[:d]).rows_normalized()
-        cons = LinearConstraint(rows.G, rows.lo, rows.hi) if cc.m else None
+        a = entries_rms_pow2(X)
+        t = nearest_pow2(np.sqrt(2.0 * self.natural_scale() / float(np.sum(self.sample_weight))))
+        d = np.full(self.coef_constraints.k, t / a)  # x = (t / a) x' (the intercept: free)
+        rows, bounds = self.coef_constraints.substituted(d).to_scipy()
         scaled = Ridge(X / a, self.b / t, sample_weight=self.sample_weight,
-                       constraints=cons, bounds=Bounds(cc.lb[:d] * (a / t), cc.ub[:d] * (a / t)),
+                       constraints=rows, bounds=bounds,
                        **{**self.params, "alpha": self.alpha / a ** 2})
         scaled._scaled_copy = True
         res = scaled.solve_full(solver, **kwargs)
@@ -412,11 +409,6 @@ class Ridge(Problem):
         grad = self.relative_gradient(res.x)
         res.extra.update(intercept=self.intercept(res.x), relative_gradient=grad)
         return self.certify(res, tol=tol, failure=TerminationCondition.NUMERICAL_ERROR)
-
-
-def _pow2(v: float) -> float:
-    """The power of two nearest ``v`` (1 for 0 or a non-finite v)."""
-    return 2.0 ** round(float(np.log2(v))) if v > 0 and np.isfinite(v) else 1.0
 
 
 def shifted_spd_solve(M: np.ndarray, shift: float, rhs: np.ndarray) -> np.ndarray:

@@ -541,18 +541,15 @@ class SVM(Problem):
         w-columns divided by a, w's bounds times a), so the backend works on numbers near 1
         whatever the data's scale (Clarabel failed at X * 1e-10 with C = 1e20); the result
         maps back exactly and is certified again on the original model."""
-        from scipy.optimize import Bounds, LinearConstraint
+        from solvers.scaling import entries_rms_pow2
 
-        X, p = self._X, self.p
-        sq = float(X.multiply(X).mean()) if is_scipy_sparse(X) else float(np.mean(X * X))
-        a = 2.0 ** round(float(np.log2(np.sqrt(sq)))) if sq > 0 and np.isfinite(sq) else 1.0
-        factors = np.r_[np.full(p, a), 1.0]
-        cc = self.coef_constraints
-        cc = type(cc)(cc.G / factors, cc.lo, cc.hi, cc.lb * factors,
-                      cc.ub * factors).rows_normalized()
+        X = self._X
+        a = entries_rms_pow2(X)
+        # theta = d * theta': w = w' / a, b unchanged
+        rows, bounds = self.coef_constraints.substituted(np.r_[np.full(self.p, 1.0 / a),
+                                                               1.0]).to_scipy()
         scaled = SVM(X / a, self.y, C=self.C * a * a, sample_weight=self.box / self.C,
-                     constraints=LinearConstraint(cc.G, cc.lo, cc.hi) if cc.m else None,
-                     bounds=Bounds(cc.lb, cc.ub),
+                     constraints=rows, bounds=bounds,
                      **{k: v for k, v in self.params.items() if k != "C"})
         scaled._scaled_copy = True
         res = scaled.solve_full(solver, **kwargs)

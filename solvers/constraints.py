@@ -12,6 +12,7 @@ with lo = hi; -inf / +inf leave a side free.
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 import numpy as np
 
@@ -53,6 +54,22 @@ class CoefConstraints:
                     float(np.max(np.maximum(theta - self.ub, 0.0)
                                  / (1.0 + np.abs(np.nan_to_num(self.ub))), initial=0.0)))
         return worst
+
+    def substituted(self, d: np.ndarray) -> CoefConstraints:
+        """The same constraints on theta' where theta = d * theta' (entrywise, d > 0: a
+        problem solved in rescaled units): ``lo <= (G diag(d)) theta' <= hi`` and
+        ``lb / d <= theta' <= ub / d``, each row then normalised (:meth:`rows_normalized`);
+        exact when d holds powers of two."""
+        d = np.asarray(d, dtype=float)
+        return CoefConstraints(self.G * d, self.lo, self.hi, self.lb / d,
+                               self.ub / d).rows_normalized()
+
+    def to_scipy(self) -> tuple[Any, Any]:
+        """``(LinearConstraint or None, Bounds)``: the public types the problems take."""
+        from scipy.optimize import Bounds, LinearConstraint
+
+        rows = LinearConstraint(self.G, self.lo, self.hi) if self.m else None
+        return rows, Bounds(self.lb, self.ub)
 
     def rows_normalized(self) -> CoefConstraints:
         """The same constraints with each row of G and its sides divided by the power of two

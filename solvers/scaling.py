@@ -31,7 +31,7 @@ of the scaled problem is ``sigma D (P x + c) - D A' R y'' = ...``), and the tool
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -66,12 +66,26 @@ class Scaling:
         return x0, y0
 
 
-def _pow2(v: np.ndarray) -> np.ndarray:
+def pow2(v: np.ndarray) -> np.ndarray:
     """The power of two nearest (in log scale) to each positive entry; 1 for zeros/non-finite."""
     out = np.ones_like(v, dtype=float)
     ok = np.isfinite(v) & (v > 0)
     out[ok] = np.exp2(np.round(np.log2(v[ok])))
     return out
+
+
+def nearest_pow2(v: float) -> float:
+    """:func:`pow2` of one number."""
+    return float(pow2(np.array([v], dtype=float))[0])
+
+
+def entries_rms_pow2(X: Any) -> float:
+    """The power of two nearest the root mean square of X's entries (dense or scipy sparse):
+    a divisor that brings the data near 1, exactly."""
+    from solvers.sparse import is_scipy_sparse
+
+    sq = float(X.multiply(X).mean()) if is_scipy_sparse(X) else float(np.mean(np.square(X)))
+    return nearest_pow2(np.sqrt(sq))
 
 
 def _abs_max(M: sp.spmatrix, axis: int, size: int) -> np.ndarray:
@@ -92,7 +106,7 @@ def _ruiz(A: sp.spmatrix, P: sp.spmatrix | None, max_iter: int) -> tuple[np.ndar
             col = np.maximum(col, _abs_max(sp.diags(d) @ P @ sp.diags(d), 0, n))
         row = _abs_max(As, 1, m)
         with np.errstate(divide="ignore"):
-            dc, rc = _pow2(1.0 / np.sqrt(col)), _pow2(1.0 / np.sqrt(row))
+            dc, rc = pow2(1.0 / np.sqrt(col)), pow2(1.0 / np.sqrt(row))
         if np.all(dc == 1.0) and np.all(rc == 1.0):
             break
         d *= dc
@@ -104,7 +118,7 @@ def _magnitude(v: np.ndarray) -> float | None:
     """The power of two nearest the median of the finite non-zero |v|, or None."""
     v = np.abs(v[np.isfinite(v)])
     v = v[v > 0]
-    return float(_pow2(np.array([np.median(v)]))[0]) if v.size else None
+    return float(pow2(np.array([np.median(v)]))[0]) if v.size else None
 
 
 def _common_scale(qp: QPData, d: np.ndarray, r: np.ndarray) -> float:
@@ -145,7 +159,7 @@ def equilibrate(qp: QPData, *, max_iter: int = 10) -> tuple[QPData, Scaling]:
     obj = float(np.max(np.abs(qp.c * d), initial=0.0))
     if P is not None:
         obj = max(obj, float(np.max(np.abs((sp.diags(d) @ P @ sp.diags(d)).data), initial=0.0)))
-    sigma = float(_pow2(np.array([1.0 / obj]))[0]) if obj > 0 else 1.0
+    sigma = float(pow2(np.array([1.0 / obj]))[0]) if obj > 0 else 1.0
     scaling = Scaling(col=d, row=r, sigma=sigma)
     if scaling.is_identity:
         return qp, scaling

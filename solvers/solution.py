@@ -41,13 +41,14 @@ class LinearSolution:
 class KernelSolution:
     """``f(x) = sum_s dual_coef_s k(sv_s, x) + intercept`` (an SVM or KLR dual).
 
-    ``support``: the support's positions among the training rows; ``support_vectors``: those
-    rows (None for a precomputed kernel, whose new rows are given as kernel values against every
-    training row, of which the columns ``support`` are read); ``dual_coef``: alpha_s y_s."""
+    ``rows``: the rows the support indexes into, held by reference (the training rows of a
+    result, an estimator's ``support_vectors_``; None for a precomputed kernel, whose new rows
+    are given as kernel values against those rows, of which the columns ``support`` are read);
+    ``support``: the support's positions among them; ``dual_coef``: alpha_s y_s."""
 
     dual_coef: np.ndarray
     support: np.ndarray
-    support_vectors: Any
+    rows: Any
     kernel: Kernel
     intercept: float
 
@@ -55,20 +56,27 @@ class KernelSolution:
     def from_dual(cls, X_train: Any, alpha: np.ndarray, y: np.ndarray, intercept: float,
                   kernel: Kernel) -> KernelSolution:
         """The solution of a dual alpha over the training rows X_train with labels y (+-1): the
-        support is where alpha_i y_i != 0."""
+        support is where alpha_i y_i != 0 (X_train is referenced, not copied)."""
         coef = np.asarray(alpha, dtype=float) * np.asarray(y, dtype=float)
         support = np.flatnonzero(coef)
-        rows = None if kernel.name == "precomputed" else X_train[support]
+        rows = None if kernel.name == "precomputed" else X_train
         return cls(coef[support], support, rows, kernel, float(intercept))
+
+    @property
+    def support_vectors(self) -> Any:
+        """The support's rows (a copy; None for a precomputed kernel)."""
+        return None if self.rows is None else self.rows[self.support]
 
     def decision_function(self, X: Any) -> np.ndarray:
         """f over the rows of X, in blocks of bounded memory
-        (:func:`solvers.smo.prediction.kernel_expansion`); a linear kernel as x'w."""
-        if self.kernel.name == "precomputed":
+        (:func:`solvers.smo.prediction.kernel_expansion`, which reads the support's rows
+        itself); a linear kernel as x'w."""
+        if self.rows is None:
             Kn = X[:, self.support] if is_scipy_sparse(X) else np.asarray(X, float)[:, self.support]
             return np.asarray(Kn @ self.dual_coef, dtype=float).ravel() + self.intercept
-        return kernel_expansion(self.support_vectors, self.dual_coef, self.intercept,
-                                self.kernel, X)
+        coef = np.zeros(self.rows.shape[0])
+        coef[self.support] = self.dual_coef
+        return kernel_expansion(self.rows, coef, self.intercept, self.kernel, X)
 
     def linear(self) -> LinearSolution:
         """The linear kernel's primal: w = sum_s dual_coef_s sv_s."""

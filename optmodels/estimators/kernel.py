@@ -300,7 +300,7 @@ class _PairClassifier(ClassifierMixin, OptEstimator):
         if hasattr(self, "coef_"):
             sign = 1.0 if self.classes_.size == 2 else -1.0
             return LinearSolution(sign * _dense(self.coef_)[k], b)
-        rows = None if self.kernel_.name == "precomputed" else self.support_vectors_[sv]
+        rows = None if self.kernel_.name == "precomputed" else self.support_vectors_
         return KernelSolution(dual_coef, sv, rows, self.kernel_, b)
 
     def _kernel_block(self, X: Any) -> Any:

@@ -35,12 +35,9 @@ from solvers.result import TerminationCondition
 def scaled_constraints(cc: CoefConstraints, col: np.ndarray, t: float,
                        fit_intercept: bool) -> CoefConstraints:
     """The constraints in the units of AID's equilibrated data (:class:`solvers.aid.scaling.
-    LadScaling`: beta = beta' col / t, b = b' / t): ``lo t <= [G_beta diag(col), g_0] theta'
-    <= hi t`` and the bounds ``lb t / col`` (beta), ``lb t`` (b); exact with power-of-two
-    factors."""
-    factors = np.r_[col, 1.0] if fit_intercept else np.asarray(col, dtype=float)
-    return CoefConstraints(cc.G * factors, cc.lo * t, cc.hi * t, cc.lb * t / factors,
-                           cc.ub * t / factors)
+    LadScaling`: beta = beta' col / t, b = b' / t), exact with power-of-two factors."""
+    d = (np.r_[col, 1.0] if fit_intercept else np.asarray(col, dtype=float)) / t
+    return cc.substituted(d)
 
 
 class ConstrainedLadLP:
