@@ -128,12 +128,14 @@ class KLR(Problem):
             return np.asarray(self._X @ (self._X.T @ v)).ravel()
         return super().kernel_matvec(v, block_rows)
 
-    def objective(self, alpha: np.ndarray) -> float:
-        """f(alpha) of the module docstring (G(0) = G(1) = 0 by continuity)."""
+    def objective(self, alpha: np.ndarray, kv: np.ndarray | None = None) -> float:
+        """f(alpha) of the module docstring (G(0) = G(1) = 0 by continuity); ``kv`` = K v
+        (v = alpha * y) when already known."""
         v = alpha * self.y
         d = np.clip(alpha / self.Ci, 0.0, 1.0)
         G = xlogy(d, d) + xlogy(1 - d, 1 - d)
-        return float(0.5 * v @ self.kernel_matvec(v) + self.Ci @ G - self.lam * alpha.sum())
+        Kv = self.kernel_matvec(v) if kv is None else kv
+        return float(0.5 * v @ Kv + self.Ci @ G - self.lam * alpha.sum())
 
     def gradient(self, alpha: np.ndarray) -> np.ndarray:
         """grad f_i = y_i (K (alpha * y))_i + log(d_i / (1 - d_i)) - lam,  d = alpha / C_i."""
@@ -204,10 +206,11 @@ class KLR(Problem):
         loss = klr_loss(t, self.lam, self.Ci, self.lower, self.upper)
         return float(0.5 * w @ w + loss.sum())
 
-    def lower_bound(self, alpha: np.ndarray) -> tuple[float, float]:
+    def lower_bound(self, alpha: np.ndarray,
+                    kv: np.ndarray | None = None) -> tuple[float, float]:
         """(-min_b P(w(alpha), b), the minimising b): a proven lower bound on min f for any
-        alpha, tight at the optimum (module docstring)."""
-        qa = self.y * self.kernel_matvec(alpha * self.y)
+        alpha, tight at the optimum (module docstring); ``kv`` = K (alpha * y) when known."""
+        qa = self.y * (self.kernel_matvec(alpha * self.y) if kv is None else kv)
         args = (self.y, self.lam, self.Ci, self.lower, self.upper)
         b = klr_best_intercept(qa, *args)
         return -klr_primal(alpha, qa, *args, b), b
@@ -312,7 +315,10 @@ class KLR(Problem):
 
     def train_accuracy(self, alpha: np.ndarray, b: float) -> float:
         """Share of training rows with sign(f(x_i)) = y_i (f by a blocked K v)."""
-        f = self.kernel_matvec(alpha * self.y) + b
+        return self.accuracy_of(self.kernel_matvec(alpha * self.y) + b)
+
+    def accuracy_of(self, f: np.ndarray) -> float:
+        """Share of training rows on the right side of the decision values ``f``."""
         return float(np.mean(np.where(f >= 0, 1.0, -1.0) == self.y))
 
     def decision_function(self, alpha: np.ndarray, b: float, X_new: Any) -> np.ndarray:

@@ -157,15 +157,20 @@ class LAD(Problem):
         step) and then shrunk toward 0 into the box -2 (1 - tau) s <= u <= 2 tau s (0 lies in
         the box and the subspace is a cone, so the result stays in both); y'u of it. A u that
         was optimal loses only round-off."""
+        self.require_in_memory("dual_bound (a projection over every row)")
         rows = self.sample_weight > 0  # a row of weight 0 has the box [0, 0]: u_i = 0
-        D = self.design[rows]
+        every = bool(rows.all())
+        X = self._X if every else self._X[rows]
         u = np.asarray(u, dtype=float)[rows]
-        G = np.asarray(D.T @ D) if not is_scipy_sparse(D) else (D.T @ D).toarray()
-        for _ in range(2):
-            r = np.asarray(D.T @ u).ravel()
+        G = self._design_gram(X, every)
+        for _ in range(2):  # u -= D (G^+ D'u), D = [X, 1] applied without forming it
+            r = np.asarray(X.T @ u).ravel()
+            if self.fit_intercept:
+                r = np.r_[r, u.sum()]
             if not np.any(r):
                 break
-            u = u - np.asarray(D @ np.linalg.lstsq(G, r, rcond=None)[0]).ravel()
+            z = np.linalg.lstsq(G, r, rcond=None)[0]
+            u = u - np.asarray(X @ z[: self.p]).ravel() - (z[-1] if self.fit_intercept else 0.0)
         hi = 2.0 * self.quantile * self.sample_weight[rows]
         lo = -2.0 * (1.0 - self.quantile) * self.sample_weight[rows]
         with np.errstate(divide="ignore", invalid="ignore"):
@@ -174,6 +179,21 @@ class LAD(Problem):
         if worst > 1.0:
             u = u / worst
         return float(self.y[rows] @ u)
+
+    def _design_gram(self, X: Any, every: bool) -> np.ndarray:
+        """D'D for D = [X, 1] (or X) on the rows of positive weight; kept once computed on all
+        rows (the data are fixed at construction), so a second certificate costs O(n p)."""
+        cached = getattr(self, "_gram_all", None)
+        if every and cached is not None:
+            return cached
+        XtX = X.T @ X
+        G = XtX.toarray() if is_scipy_sparse(XtX) else np.asarray(XtX)
+        if self.fit_intercept:
+            s = np.asarray(X.sum(axis=0)).ravel()
+            G = np.block([[G, s[:, None]], [s[None, :], np.array([[float(X.shape[0])]])]])
+        if every:
+            self._gram_all = G
+        return G
 
     def _data_kwargs(self) -> dict[str, Any]:
         return {"X": self._X, "y": self.y, "sample_weight": self.sample_weight,

@@ -323,7 +323,7 @@ class Problem:
 
     def solve(
         self, strategy: str = "full", *, allow_large: bool = False, scheduler: Any = None,
-        client: Any = None, verify: str = "strategy", **options: Any
+        client: Any = None, verify: str = "auto", **options: Any
     ) -> SolveResult:
         """Solve with a strategy (``"full"`` = monolithic; see ``strategies()`` for the rest).
 
@@ -337,17 +337,19 @@ class Problem:
         when none is passed, announced on stderr when expected to be long. The result's
         ``extra["run"]`` records the run (:func:`run_record`).
 
-        ``verify="strategy"`` (default) certifies with what the strategy already holds;
-        ``verify="independent"`` first recomputes the objective and its bound from the returned
-        arrays (one more pass over the data; see :func:`optmodels.strategies.run_strategy`)."""
+        ``verify="auto"`` (default) recomputes the objective and its bound from the returned
+        arrays where that is cheap (one pass over the data; a kernel dual's decision values
+        are audited on a few rows instead of recomputed), ``"independent"`` always (O(n^2 p)
+        for a kernel dual), ``"strategy"`` keeps the strategy's own numbers
+        (:mod:`optmodels.verify`)."""
         from optmodels import guards
         from optmodels.strategies import (
             check_scheduler,
             check_strategy_options,
-            check_verify,
             options_for,
             run_strategy,
         )
+        from optmodels.verify import check_verify
 
         if not isinstance(allow_large, bool):
             raise ValueError(f"allow_large must be True or False; got {allow_large!r}.")

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from optmodels.verify import check_verify, verify_result
 from solvers import interrupt
 from solvers.errors import DataError, SubproblemError
 from solvers.options import FULL, OptionTable, validate_options
@@ -108,7 +109,6 @@ def _check_strategy(problem: str, strategy: str) -> None:
         )
 
 
-VERIFY_MODES = ("strategy", "independent")
 LOCAL_SCHEDULERS = ("threads", "processes", "synchronous")
 ADDRESS_PREFIXES = ("tcp://", "tls://", "inproc://", "ucx://", "ws://", "wss://")
 
@@ -161,25 +161,17 @@ def dask_scheduler(scheduler: Any = None, client: Any = None) -> Iterator[None]:
         yield
 
 
-def check_verify(verify: Any) -> None:
-    """ValueError unless ``verify`` is one of VERIFY_MODES."""
-    if not isinstance(verify, str) or verify not in VERIFY_MODES:
-        raise ValueError(
-            f"verify must be one of {', '.join(VERIFY_MODES)}; got {verify!r}. Use "
-            "'independent' to recompute the certificate from the returned arrays."
-        )
-
-
 def run_strategy(
-    problem: Any, strategy: str, *, verify: str = "strategy", scheduler: Any = None,
+    problem: Any, strategy: str, *, verify: str = "auto", scheduler: Any = None,
     client: Any = None, **options: Any
 ) -> SolveResult:
     """Run ``strategy`` on ``problem`` with its options validated by the strategy's table.
 
-    ``verify="strategy"`` (default) certifies with what the strategy already holds (SMO's
-    gradient gives the decision values, AID's last evaluation gives E); ``"independent"``
-    first recomputes objective and bound from the returned arrays
-    (:func:`optmodels.strategy_adapters.reevaluate`). ``result.wall_time`` is the whole call.
+    ``verify`` says who computes the objective and bound that the certificate judges
+    (:mod:`optmodels.verify`): ``"auto"`` (default) the problem, from the returned arrays,
+    where that costs O(n p) or less (a kernel dual's decision values audited on a few rows);
+    ``"independent"`` the problem always (O(n^2 p) for a kernel dual); ``"strategy"`` the
+    strategy's own arithmetic. ``result.wall_time`` is the whole call.
     On Dask data, ``scheduler`` ("threads", "processes", "synchronous" or an address
     "tcp://host:port") or ``client`` (a ``dask.distributed.Client``) says where the chunk-wise
     passes run (default: the active Dask scheduler); see :func:`dask_scheduler`.
@@ -203,10 +195,7 @@ def run_strategy(
         except SubproblemError as exc:
             result = _failed(exc)
         result.strategy = strategy
-        if verify == "independent" and result.x is not None:
-            from optmodels.strategy_adapters import reevaluate
-
-            reevaluate(problem, result)
+        verify_result(problem, result, verify)
         # One meaning of "optimal" for every strategy: the problem-level certificate (a full
         # solve certifies itself, with NUMERICAL_ERROR as the failure).
         problem.certify(result)

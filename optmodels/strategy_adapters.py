@@ -24,7 +24,7 @@ import numpy as np
 from optmodels.strategies import register
 from solvers import options as opt
 from solvers.errors import DataError
-from solvers.result import SolveResult, TerminationCondition, stable_norm
+from solvers.result import SolveResult, TerminationCondition
 from solvers.sparse import is_scipy_sparse
 from solvers.special import expit
 
@@ -149,7 +149,7 @@ def _lad_aid(problem: Any, **options: Any) -> SolveResult:
             res.raw_status += (f"; the coefficients violate the constraints by {violation:.1e} "
                                f"(relative), above {CONSTRAINT_TOL:.0e}")
     # res.objective is AID's E_best, the objective of the returned beta evaluated on every row
-    # (on power-of-two rescaled data, undone exactly); verify="independent" recomputes it
+    # (on power-of-two rescaled data, undone exactly); verify (auto) recomputes it
     return res
 
 
@@ -219,8 +219,9 @@ def _svm_dual_result(problem: Any, res: SolveResult) -> SolveResult:
     """SMO / block return alpha, the minimised dual 1/2 a'Qa - 1'a and their decision values f
     on the training rows (from the gradient they hold). Report the primal
     P = 1/2 a'Qa + sum_i C_i max(0, 1 - y_i f_i) (with 1/2 a'Qa = 1'a - D) as ``objective`` and
-    D = 1'a - 1/2 a'Qa as ``bound``: no kernel product is recomputed (``verify="independent"``
-    in :func:`optmodels.strategies.run_strategy` re-evaluates both from the arrays)."""
+    D = 1'a - 1/2 a'Qa as ``bound``: no kernel product is recomputed here (the default
+    ``verify="auto"`` re-evaluates both from the arrays after auditing f; see
+    :mod:`optmodels.verify`)."""
     alpha, b = res.x, float(res.extra["b"])
     dual = -float(res.extra["dual_objective"])
     f = res.extra["decision_train"]
@@ -329,7 +330,7 @@ def _svm_ipm(problem: Any, **options: Any) -> SolveResult:
 # ---- KLR ----------------------------------------------------------------------------------------
 def _klr_result(problem: Any, res: SolveResult) -> SolveResult:
     """Sparsity and training accuracy for the problem; the objective f(alpha) and its lower
-    bound are the strategy's own (computed from its Q alpha; ``verify="independent"``
+    bound are the strategy's own (computed from its Q alpha; ``verify``
     re-evaluates them)."""
     res.extra.setdefault("intercept", res.extra.get("b"))
     if res.x is None:
@@ -339,50 +340,6 @@ def _klr_result(problem: Any, res: SolveResult) -> SolveResult:
     f = res.extra.get("decision_train")
     if f is not None and len(f) == problem.n:
         res.extra["train_accuracy"] = float(np.mean(np.where(f >= 0, 1.0, -1.0) == problem.y))
-    return res
-
-
-def reevaluate(problem: Any, res: SolveResult) -> SolveResult:
-    """Objective and bound recomputed by the problem from the returned arrays alone (O(n^2 p)
-    kernel products for the kernel problems): the independent check behind
-    ``verify="independent"``, used by the tests."""
-    if res.x is None:
-        return res
-    name = problem.NAME
-    if name == "svm" and res.extra.get("form") == "dual":
-        alpha, b = res.extra["alpha"], float(res.extra["b"])
-        res.objective = problem.kernel_primal_objective(alpha, b)
-        res.bound = problem.dual_objective(problem.feasible_alpha(alpha))
-        res.extra["train_accuracy"] = problem.train_accuracy(res)
-    elif name == "svm":
-        res.objective = problem.primal_objective(res.x, float(res.extra["b"]))
-        if res.extra.get("alpha") is not None:  # the dual vector the strategy returned
-            res.bound = problem.dual_objective(problem.feasible_alpha(res.extra["alpha"]))
-        else:
-            res.extra["bound_source"] = "strategy"
-    elif name == "klr":
-        alpha = res.x if res.x.shape[0] == problem.n else res.x[problem.kept_]
-        res.objective = problem.objective(alpha)
-        res.bound = problem.lower_bound(alpha)[0]
-        if res.extra.get("primal_intercept") is not None:  # newton: -P(w, b) also bounds min f
-            w, b_primal = res.extra["w"], float(res.extra["primal_intercept"])
-            res.bound = max(res.bound, -problem.linear_primal_objective(w, b_primal))
-        res.extra["train_accuracy"] = problem.train_accuracy(alpha, float(res.extra["b"]))
-    elif name == "lad":
-        res.objective = problem.objective(res.x, res.extra.get("intercept", 0.0))
-        if res.extra.get("dual_u") is not None and not problem.lazy \
-                and problem.coef_constraints is None:
-            # the full solve's u, or AID's disaggregated cluster duals (s_i v_k(i))
-            res.bound = problem.dual_bound(res.extra["dual_u"])
-        else:  # Dask data or constraints: the strategy's own bound
-            res.extra["bound_source"] = "strategy"
-    elif name == "ridge":
-        g = stable_norm(problem.gradient(res.x))
-        res.objective = problem.objective(res.x)
-        res.bound = problem.bound_from(res.objective, g)
-        res.extra["gradient_norm"] = g  # the solution certificate's ||grad f(x)|| / alpha
-    res.extra["objective_source"] = "toolkit"
-    res.extra.setdefault("bound_source", "toolkit")
     return res
 
 
@@ -502,7 +459,7 @@ def _ridge_runner(method: str) -> Callable[..., SolveResult]:
             res.objective, res.bound = problem.objective(res.x), problem.lower_bound(res.x)
             res.extra["relative_gradient"] = problem.relative_gradient(res.x)
         else:  # f(x) and ||grad f(x)|| from the strategy's own last pass over the data (the
-            # same working data Aw, bw); verify="independent" recomputes them
+            # same working data Aw, bw); verify (auto) recomputes them
             res.bound = problem.bound_from(res.objective, g)
             res.extra["relative_gradient"] = res.extra["grad_norm"]
         res.extra["intercept"] = problem.intercept(res.x)

@@ -379,11 +379,37 @@ class SVM(Problem):
         h = np.maximum(0.0, 1.0 - self.y * (self._X @ w + b))
         return self.feasible_alpha(2.0 * self.box * h)
 
-    def kernel_primal_objective(self, alpha: np.ndarray, b: float) -> float:
-        """P at w = sum alpha_i y_i phi(x_i): 1/2 alpha'Q alpha + sum C_i max(0, 1 - y_i f(x_i))."""
+    def kernel_primal_objective(self, alpha: np.ndarray, b: float,
+                                kv: np.ndarray | None = None) -> float:
+        """P at w = sum alpha_i y_i phi(x_i): 1/2 alpha'Q alpha + sum C_i max(0, 1 - y_i f(x_i)),
+        f = K v + b with v = alpha * y (``kv`` = K v when already known)."""
         v = alpha * self.y
-        Kv = self.kernel_matvec(v)
+        Kv = self.kernel_matvec(v) if kv is None else kv
         return float(0.5 * v @ Kv + self.box @ np.maximum(0.0, 1.0 - self.y * (Kv + b)))
+
+    def dual_bound_from(self, alpha: np.ndarray, kv: np.ndarray) -> float:
+        """A proven lower bound on the optimum from alpha and ``kv`` = K (alpha * y), without
+        another kernel product: D(a') at a' = :meth:`feasible_alpha` (alpha), where
+        ``||v'||_K <= ||v||_K + ||v' - v||_1 sqrt(max_i k_ii)`` (triangle inequality, and
+        ||phi(x_j)|| = sqrt(k_jj)) gives
+
+            D(a') = 1'a' - 1/2 ||v'||_K^2 >= 1'a' - 1/2 (sqrt(v'K v) + ||v' - v||_1 sqrt(k_max))^2,
+
+        exact when alpha is feasible (SMO's and block's alphas are, up to rounding). The linear
+        kernel takes D(a') itself (O(n p))."""
+        a = self.feasible_alpha(alpha)
+        if self.kernel == "linear":
+            return self.dual_objective(a)
+        v = alpha * self.y
+        moved = float(np.abs((a - alpha) * self.y).sum())
+        root = np.sqrt(max(float(v @ kv), 0.0))
+        if moved > 0.0:
+            root += moved * np.sqrt(max_kernel_diag(self.kernel_, self._X))
+        return float(a.sum() - 0.5 * root * root)
+
+    def accuracy_of(self, f: np.ndarray) -> float:
+        """Share of training rows on the right side of the decision values ``f``."""
+        return float(np.mean(np.where(f >= 0, 1.0, -1.0) == self.y))
 
     def intercept_from_alpha(self, alpha: np.ndarray, Kv: np.ndarray | None = None) -> float:
         """The b that minimises the primal objective for this alpha:
@@ -643,7 +669,7 @@ class SVM(Problem):
             f = self._X @ result.x + float(result.extra["b"])
         else:
             f = self.kernel_matvec(result.extra["alpha"] * self.y) + float(result.extra["b"])
-        return float(np.mean(np.where(f >= 0, 1.0, -1.0) == self.y))
+        return self.accuracy_of(np.asarray(f).ravel())
 
     def predict(self, result: SolveResult, X_new: Any) -> np.ndarray:
         """Labels in the original classes."""

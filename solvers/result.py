@@ -169,6 +169,47 @@ _ERROR_FOR = {
 }
 
 
+@dataclasses.dataclass(frozen=True)
+class CertificateArrays:
+    """What a result's bound is derived from, typed (:attr:`SolveResult.certificate_arrays`).
+
+    ``dual``: LAD's dual vector u (``X'u = 0``, ``-2(1 - tau) s <= u <= 2 tau s``; the bound
+    is ``y'u``), or the SVM's / KLR's alpha (the bound is D(alpha), or KLR's primal bound at
+    w(alpha)); ``decision_train``: a kernel dual's decision values on the training rows
+    (f = K(alpha * y) + b, what ``verify="auto"`` audits); ``gradient_norm``: ridge's
+    ||grad f(x)|| (the bound is ``f - ||grad f||^2 / (2 alpha)``); ``verified``: who computed
+    the objective and bound that were certified ("independent", "audited" or "strategy"; see
+    ``optmodels.verify``). A field the result does not hold is None."""
+
+    dual: np.ndarray | None
+    decision_train: np.ndarray | None
+    gradient_norm: float | None
+    verified: str | None
+
+
+@dataclasses.dataclass(frozen=True)
+class HistoryPoint:
+    """One step of a strategy's history (:attr:`SolveResult.history`): its iteration, the
+    seconds since the strategy started (None where it kept no clock), the upper value (the
+    objective at the iterate: ``objective``, AID's best E), the lower bound (AID's F, the dual
+    D of SVM's SMO) and the gap where recorded, each in the units the strategy recorded them;
+    ``values`` holds everything the strategy recorded, under its own names."""
+
+    iteration: int
+    time: float | None
+    objective: float | None
+    bound: float | None
+    gap: float | None
+    values: dict[str, Any]
+
+
+def _first(h: dict[str, Any], *keys: str) -> Any:
+    for key in keys:
+        if h.get(key) is not None:
+            return h[key]
+    return None
+
+
 @dataclasses.dataclass
 class SolveResult:
     """The outcome of one solve, by a backend or a strategy.
@@ -252,6 +293,34 @@ class SolveResult:
         )
 
     @property
+    def certificate_arrays(self) -> CertificateArrays:
+        """The arrays the bound is derived from (:class:`CertificateArrays`)."""
+        dual = _first(self.extra, "dual_u", "alpha")
+        g = self.extra.get("gradient_norm")
+        return CertificateArrays(
+            dual=None if dual is None else np.asarray(dual, dtype=float),
+            decision_train=self.extra.get("decision_train"),
+            gradient_norm=None if g is None else float(g),
+            verified=self.extra.get("verified"))
+
+    @property
+    def history(self) -> tuple[HistoryPoint, ...]:
+        """The strategy's per-iteration history (:class:`HistoryPoint`), empty for a strategy
+        that keeps none (a full solve)."""
+        out = []
+        for k, h in enumerate(self.extra.get("history") or []):
+            it = _first(h, "iteration", "iter")
+            t = h.get("time")
+            out.append(HistoryPoint(
+                iteration=k + 1 if it is None else int(it),
+                time=None if t is None else float(t),
+                objective=_first(h, "objective", "E_best", "f"),
+                bound=_first(h, "bound", "F", "dual"),
+                gap=h.get("gap"),
+                values=dict(h)))
+        return tuple(out)
+
+    @property
     def time(self) -> float:
         """Wall-clock seconds of the whole call (build, solve, verification) where it was
         measured (``problem.solve``), else build plus solve time."""
@@ -301,6 +370,10 @@ class SolveResult:
             ("Build time:", format_number(self.build_time, "seconds")),
             ("Solve time:", format_number(self.solve_time, "seconds")),
         ]
+        if self.extra.get("verified"):  # who computed objective and bound (optmodels.verify)
+            right.append(("Verified by:", {"independent": "toolkit", "audited": "toolkit (audit)",
+                                           "strategy": "strategy"}.get(
+                                               self.extra["verified"], self.extra["verified"])))
         if n_support is not None:
             right.append(("Support vectors:", format_number(n_support)))
         rows = [_pair_cells(a, b) for a, b in itertools.zip_longest(left, right)]

@@ -97,10 +97,10 @@ def test_without_the_check_smo_would_claim_optimal(monkeypatch):
     (the issue's report: 'optimal' at a tiny gap on an indefinite kernel)."""
     X, y = sigmoid_data()
     K = sigmoid(X, X)
-    checked = SVM(K, y, kernel="precomputed", C=1.0).solve("smo")
+    checked = SVM(K, y, kernel="precomputed", C=1.0).solve("smo", verify="strategy")
     assert checked.termination is T.CONVERGED
     monkeypatch.setattr(SVM, "kernel_check", lambda self, res: None)
-    blind = SVM(K, y, kernel="precomputed", C=1.0).solve("smo")
+    blind = SVM(K, y, kernel="precomputed", C=1.0).solve("smo", verify="strategy")
     assert blind.is_optimal and blind.gap <= 1e-6
     np.testing.assert_allclose(blind.x, checked.x, atol=1e-12)
 

@@ -2,7 +2,7 @@
 
 A sketched ridge strategy returns f(x) and ||grad f(x)|| of its returned x from its own last
 pass over the data; the problem layer builds the bound f - ||grad f||^2 / (2 alpha) from them
-(``verify="strategy"``, the default). ``verify="independent"`` recomputes both from x with the
+(``verify="strategy"``). ``verify="independent"`` recomputes both from x with the
 problem's own products. The two must agree on every scaling of the data, with weights and an
 intercept, and the data must be checked for finiteness once per solve, not twice.
 """
@@ -40,7 +40,7 @@ def test_strategy_certificate_equals_independent(data, method, opts, scale):
     # alpha scales with A^2 so that the problem is the same one, rescaled (x* unchanged)
     prob = Ridge(A * scale, b * scale, alpha=3.0 * scale**2, sample_weight=w,
                  fit_intercept=True)
-    own = run_strategy(prob, method, **opts)
+    own = run_strategy(prob, method, verify="strategy", **opts)
     ind = run_strategy(prob, method, verify="independent", **opts)
     np.testing.assert_array_equal(own.x, ind.x)  # deterministic: the same run twice
     f0 = prob.natural_scale()
@@ -67,7 +67,7 @@ def test_best_iterate_of_a_divergence_is_recomputed():
     problem recomputes f and the bound at that x (no reuse of the last iterate's values)."""
     A, b, _ = make_ridge(n=200, d=30, r=0.3, seed=1)
     prob = Ridge(A, b, alpha=10.0)
-    res = prob.solve("fd", m=10, max_iter=50)
+    res = prob.solve("fd", m=10, max_iter=50, verify="strategy")
     assert res.termination is TerminationCondition.NUMERICAL_ERROR
     assert res.extra["best_iteration"] < res.iterations
     assert "gradient_norm" not in res.extra
@@ -183,5 +183,5 @@ def test_problem_solve_takes_verify(data):
     np.testing.assert_array_equal(own.x, ind.x)
     assert ind.certified and ind.objective == pytest.approx(own.objective, rel=1e-10)
     assert ind.bound == pytest.approx(own.bound, rel=1e-10)
-    with pytest.raises(ValueError, match="verify must be one of strategy, independent"):
+    with pytest.raises(ValueError, match="verify must be one of auto, strategy, independent"):
         prob.solve("pcg-rfd", verify="yes")

@@ -471,6 +471,7 @@ class _IPM:
         self.cg_counts: list[int] = []
         self.capped_steps = 0  # steps whose CG solves stopped at cg_max_iter
         self.history: list[dict[str, float]] = []
+        self.started = time.perf_counter()  # the history's clock
         self.n_sketches = 0
         self.sketch_rows = 0
         self.sketch_time = 0.0
@@ -552,7 +553,9 @@ class _IPM:
         self.capped_steps += bool(getattr(system, "capped", False))
         self.history.append({"mu": mu, "sigma": sigma, "step": t, "cg": system.iterations,
                              "r_w": float(np.linalg.norm(r_w)), "r_b": r_b,
-                             "r_p": float(np.linalg.norm(r_p))})
+                             "r_p": float(np.linalg.norm(r_p)),
+                             "iteration": len(self.history) + 1,
+                             "time": time.perf_counter() - self.started})
         self.apply(st, step, t)
         st.Xw = X @ st.w  # afresh: no drift of the running X w into r_p and the certificate
         return t

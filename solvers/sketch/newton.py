@@ -373,6 +373,7 @@ class _Newton:
         self.f0 = loss_at_zero(prob.loss) * float(prob.c.sum())
         self.cg_counts: list[int] = []
         self.history: list[dict[str, float]] = []
+        self.started = time.perf_counter()  # the history's clock
         self.n_sketches = 0
         self.sketch_time = 0.0
         self._sk: _Sketch | None = None
@@ -415,7 +416,8 @@ class _Newton:
             Ap = A @ p
             step = self.line_search(w, Aw, Ap, p, float(g @ p))
             self.history.append({"f": f, "gap": 0.5 * gnorm**2 / self.f0, "cg": n_cg,
-                                 "step": step, "active": int(np.count_nonzero(D))})
+                                 "step": step, "active": int(np.count_nonzero(D)),
+                                 "iteration": it, "time": time.perf_counter() - self.started})
             if step == 0.0:
                 return self.stalled(w, f, g, it)
             w = w + step * p

@@ -212,12 +212,31 @@ def test_strategy_in_its_regime_matches_the_full_solve(problem, strategy):
     assert res.termination.value == EXPECTED[problem, strategy], res.raw_status
     if strategy == "aid":  # AID in its regime: the aggregation was used
         assert res.extra["n_clusters_final"] < prob.n / 5, res.extra["n_clusters_final"]
+    assert_typed_certificate(prob, res)
     if EXPECTED[problem, strategy] in OPTIMAL:
         assert res.is_optimal and res.require_optimal() is res
         assert res.solution_unique is (None if problem == "lad" else True)
         assert_matches(prob, X, res, full)
     else:
         assert_not_optimal_but_honest(prob, res, full)
+
+
+def assert_typed_certificate(prob, res):
+    """The default ``verify="auto"`` had the problem recompute objective and bound (never the
+    strategy's numbers alone); the certificate arrays are typed and consistent with the
+    problem; a recorded history has nondecreasing times and iterations."""
+    arrays = res.certificate_arrays
+    assert arrays.verified in ("independent", "audited"), arrays.verified
+    if prob.NAME in ("svm", "klr") and res.extra.get("form") != "primal":
+        assert arrays.dual is not None and arrays.dual.shape[0] >= prob.n
+    if prob.NAME == "lad" and res.extra.get("bound_source") == "toolkit":
+        assert arrays.dual is not None and arrays.dual.shape == (prob.n,)
+        assert prob.dual_bound(arrays.dual) == pytest.approx(res.bound, rel=1e-12, abs=1e-300)
+    if prob.NAME == "ridge":
+        assert arrays.gradient_norm is not None and arrays.gradient_norm >= 0
+    times = [h.time for h in res.history if h.time is not None]
+    assert np.all(np.diff(times) >= 0), times
+    assert np.all(np.diff([h.iteration for h in res.history]) >= 0)
 
 
 # ----------------------------------------------------------------------------- extreme cases
