@@ -481,6 +481,12 @@ class SVMClassifier(_PairClassifier):
     strategy_options : dict of the strategy's options (e.g. ``{"tol": 1e-4}``), validated in fit
         by the table of the strategy that runs (for 'auto', name the strategy to pass options
         only it has). SMO runs at tol SMO_TOL (1e-8) unless the options give one.
+    constraints, bounds : linear constraints (``scipy.optimize.LinearConstraint`` or a list)
+        and bounds (``scipy.optimize.Bounds``) on (coef_, intercept_) of a binary SVM with
+        kernel='linear', e.g. FairSVM's bound on the covariance between a sensitive feature
+        and the decision values (docs/problems/svm.md); 'auto' then runs 'full' (the verified
+        QP). Predictions use coef_; dual_coef_ holds the margin rows' multipliers, which with
+        constraints no longer sum to coef_ (w = X'(alpha y) + G'lambda).
 
     Attributes: strategy_ (the strategy the fit ran: 'auto' resolved), classes_, support_,
     support_vectors_, n_support_, dual_coef_ (NaN for pairs
@@ -531,6 +537,8 @@ class SVMClassifier(_PairClassifier):
         warm_start: bool = False,
         strategy: str = AUTO_STRATEGY,
         strategy_options: dict | None = None,
+        constraints: Any = None,
+        bounds: Any = None,
     ) -> None:
         self.C = C
         self.kernel = kernel
@@ -544,9 +552,50 @@ class SVMClassifier(_PairClassifier):
         self.warm_start = warm_start
         self.strategy = strategy
         self.strategy_options = strategy_options
+        self.constraints = constraints
+        self.bounds = bounds
 
     def _keeps_sparse(self) -> bool:
         return self.kernel == "linear"
+
+    # ---- constraints on (coef_, intercept_): the binary linear SVM -----------------------
+    def _constrained(self) -> bool:
+        return self.constraints is not None or self.bounds is not None
+
+    def _check_two_classes(self) -> None:
+        """As :meth:`_PairClassifier._check_two_classes`; constraints / bounds act on the one
+        (w, b) of a binary linear SVM."""
+        super()._check_two_classes()
+        if not self._constrained():
+            return
+        which = "constraints" if self.constraints is not None else "bounds"
+        if self.kernel != "linear":
+            raise ValueError(
+                f"The '{which}' parameter of SVMClassifier constrains (coef_, intercept_), "
+                f"which only kernel='linear' has; got kernel={self.kernel!r}. Use "
+                f"kernel='linear', or drop '{which}'.")
+        if self.classes_.size != 2:
+            raise ValueError(
+                f"The '{which}' parameter of SVMClassifier constrains the (coef_, intercept_) "
+                f"of a binary SVM; y has {self.classes_.size} classes (one-vs-one would fit "
+                f"{self.classes_.size * (self.classes_.size - 1) // 2} of them, each with its "
+                "own sign). Fit one binary SVMClassifier per pair you want constrained.")
+
+    def _resolve_strategy(self, hyper: dict[str, Any], X: Any) -> str:
+        """As :meth:`OptEstimator._resolve_strategy`; with constraints or bounds, 'auto' is
+        'full' (the verified QP with the constraints): 'ipm' and 'smo' refuse them."""
+        if hyper["strategy"] == AUTO_STRATEGY and self._constrained() and not is_dask(X):
+            return "full"
+        return super()._resolve_strategy(hyper, X)
+
+    def _problem_params(
+        self, hyper: dict[str, Any], X: np.ndarray, weights: np.ndarray
+    ) -> dict[str, Any]:
+        """As :meth:`_PairClassifier._problem_params`, with ``constraints`` / ``bounds``."""
+        params = super()._problem_params(hyper, X, weights)
+        if self._constrained():
+            params.update(constraints=self.constraints, bounds=self.bounds)
+        return params
 
     def _strategy_options(self, strategy: str) -> dict[str, Any]:
         """As :meth:`OptEstimator._strategy_options`, with SMO's ``tol`` SMO_TOL unless given:
@@ -613,7 +662,9 @@ class SVMClassifier(_PairClassifier):
         runs = SVM.DASK_STRATEGIES
         for bad, fix in ((hyper["kernel"] != "linear", f"kernel={hyper['kernel']!r}"),
                          (hyper["strategy"] not in runs, f"strategy={hyper['strategy']!r}"),
-                         (hyper["probability"], "probability=True")):
+                         (hyper["probability"], "probability=True"),
+                         (self._constrained(), "constraints or bounds (the in-memory fit "
+                                               "takes them)")):
             if bad:
                 raise ValueError(
                     f"{type(self).__name__} on Dask data fits the binary linear SVM by "
