@@ -807,7 +807,8 @@ def _compare(args: argparse.Namespace) -> int:
         names = (data.feature_names if args.data else
                  [f"x{j + 1}" for j in range(problem.p)])
         print(json.dumps([{**rec, **_named_solution(problem, table.results[rec["strategy"]],
-                                                     names)} for rec in table.records]))
+                                                     names)} if rec["strategy"] in table.results
+                          else rec for rec in table.records]))  # a refused strategy: no result
     else:
         print(_formatted(table, args.format))
     if args.plot:

@@ -49,8 +49,14 @@ EXTRA_COLUMNS: list[tuple[str, str, str]] = [
     ("rel_error", "rel_error", "gap"),
     ("time_min_s", "time_min", "seconds"),
     ("time_max_s", "time_max", "seconds"),
+    ("constraint_violation", "violation", "gap"),
 ]
-"""Problem-specific columns, shown when some row has them."""
+"""Problem-specific columns, shown when some row has them (``violation``: the largest
+relative violation of the user's constraints at the row's coefficients,
+:meth:`solvers.constraints.CoefConstraints.max_violation`)."""
+
+REFUSED = "refused"
+"""The termination shown for a strategy that refuses the problem (its reason in the notes)."""
 
 
 RESULT_FORMAT = "optmodels-comparison/1"
@@ -113,7 +119,9 @@ class Comparison:
         """(note, the strategies it applies to, or "every row") for the rows' notes."""
         groups: dict[str, list[str]] = {}
         for r in self.records:
-            for note in filter(None, (r.get("note") or "").split("; ")):
+            whole = r.get("termination") == REFUSED  # a refusal's reason is one note
+            for note in filter(None, [r.get("note")] if whole else
+                               (r.get("note") or "").split("; ")):
                 groups.setdefault(note, []).append(r["strategy"])
         return [(note, "every row" if len(who) == len(self.records) > 1 else ", ".join(who))
                 for note, who in groups.items()]
@@ -269,9 +277,24 @@ def record(problem: Any, res: SolveResult, peak_mb: float | None = None) -> dict
     ):
         if key in res.extra:
             out[key] = _num(res.extra[key])
+    violation = constraint_violation(problem, res)
+    if violation is not None:
+        out["constraint_violation"] = violation
     if peak_mb is not None:
         out["peak_mb"] = peak_mb
     return out
+
+
+def constraint_violation(problem: Any, res: SolveResult) -> float | None:
+    """The largest relative violation of the user's constraints at the result's coefficients
+    (:meth:`~solvers.constraints.CoefConstraints.max_violation`: 0 when feasible), None for a
+    problem without constraints or a result without a linear solution."""
+    cc = getattr(problem, "coef_constraints", None)
+    sol = res.solution
+    if cc is None or not isinstance(sol, LinearSolution):
+        return None
+    theta = np.r_[sol.coef, sol.intercept] if cc.k == sol.coef.size + 1 else sol.coef
+    return float(cc.max_violation(theta)) if theta.size == cc.k else None
 
 
 def _num(v: Any) -> Any:
@@ -297,18 +320,54 @@ def describe(problem: Any, source: str | None = None) -> dict[str, Any]:
     kernel = getattr(problem, "kernel_", None)
     if kernel is not None and getattr(kernel, "name", None) in ("rbf", "poly"):
         out["gamma"] = float(kernel.gamma)  # 'scale' / 'auto' resolved on the data
+    summary = constraint_summary(problem)
+    if summary:
+        out["constraints"] = summary
     out["source"] = source or getattr(problem, "source", None) or "given arrays"
     return out
 
 
+def constraint_summary(problem: Any) -> str | None:
+    """The user's constraints on the coefficients (``constraints=`` / ``bounds=``) by count
+    and kind, e.g. ``1 row (1 equality); bounds on 6 of 6 coefficients (6 lower only)``;
+    None for a problem without them. Rows ``lo <= g'theta <= hi`` are equalities (lo = hi),
+    ``<=`` or ``>=`` rows (one side finite) or two-sided; a bound is fixed, a box, lower
+    only or upper only."""
+    cc = getattr(problem, "coef_constraints", None)
+    if cc is None:
+        return None
+    lo_f, hi_f = np.isfinite(cc.lo), np.isfinite(cc.hi)
+    eq = cc.lo == cc.hi
+    rows = _kinds([("equality", eq), ("<=", hi_f & ~lo_f), (">=", lo_f & ~hi_f),
+                   ("two-sided", lo_f & hi_f & ~eq)])
+    lb_f, ub_f = np.isfinite(cc.lb), np.isfinite(cc.ub)
+    fixed = cc.lb == cc.ub
+    bounds = _kinds([("fixed", fixed), ("box", lb_f & ub_f & ~fixed), ("lower only", lb_f & ~ub_f),
+                     ("upper only", ub_f & ~lb_f)])
+    parts = [f"{cc.m} row{'s' if cc.m != 1 else ''} ({rows})"] if cc.m else []
+    n_bounded = int(np.count_nonzero(lb_f | ub_f))
+    if n_bounded:
+        parts.append(f"bounds on {n_bounded} of {cc.k} coefficients ({bounds})")
+    return "; ".join(parts) or "none (every coefficient free)"
+
+
+def _kinds(masks: list[tuple[str, np.ndarray]]) -> str:
+    """``1 equality, 2 <=``: the count of each kind that occurs."""
+    return ", ".join(f"{int(np.count_nonzero(m))} {name}" for name, m in masks if m.any())
+
+
 def instance_line(instance: dict[str, Any]) -> str:
-    """``lad, n = 21, p = 3, density 1, quantile=0.5, ...; source: ...`` (one line)."""
-    fixed = ("problem", "n", "p", "density", "source")
+    """``lad, n = 21, p = 3, density 1, quantile=0.5, ...; constraints: ...; source: ...``
+    (one line; the constraints where the problem has some, :func:`constraint_summary`)."""
+    fixed = ("problem", "n", "p", "density", "source", "constraints")
     parts = [f"{instance['problem']}, n = {instance['n']:,}, p = {instance['p']:,}"]
     if "density" in instance:
         parts.append(f"density {format_number(instance['density'])}")
     parts += [f"{k}={short_value(v)}" for k, v in instance.items() if k not in fixed]
-    return ", ".join(parts) + f"; source: {instance.get('source', '-')}"
+    line = ", ".join(parts)
+    if instance.get("constraints"):
+        line += f"; constraints: {instance['constraints']}"
+    return line + f"; source: {instance.get('source', '-')}"
 
 
 def short_value(v: Any) -> str:
@@ -370,21 +429,26 @@ def compare(
         raise ValueError(f"repeat must be a positive integer (runs per strategy); got "
                          f"{repeat!r}.")
     options = _checked_options(problem, names, options or {})
+    refusals = _refusals(problem, names, reference)
+    runs = [name for name in names if name not in refusals]
     first: dict[str, float] = {}
     if warmup:
-        for name in names:
+        for name in runs:
             first[name] = _timed(problem, name, options, progress, "warm-up")[1]
-    times: dict[str, list[float]] = {name: [] for name in names}
+    times: dict[str, list[float]] = {name: [] for name in runs}
     results: dict[str, SolveResult] = {}
     for r in range(repeat):
-        k = r % len(names)
-        for name in names[k:] + names[:k]:
+        k = r % len(runs)
+        for name in runs[k:] + runs[:k]:
             results[name], t = _timed(problem, name, options, progress, f"run {r + 1}/{repeat}")
             times[name].append(t)
     peaks = ({name: peak_in_fresh_process(problem, name, options.get(name, {}))
-              for name in names} if memory else {})
+              for name in runs} if memory else {})
     records = []
     for name in names:
+        if name in refusals:
+            records.append(refused_record(problem, name, refusals[name]))
+            continue
         rec = record(problem, results[name], peaks.get(name))
         rec.update(time_s=float(np.median(times[name])), time_min_s=min(times[name]),
                    time_max_s=max(times[name]), runs=repeat)
@@ -397,9 +461,36 @@ def compare(
     timing = {"warmup": bool(warmup), "repeat": int(repeat), "order": "rotated",
               "memory": "process" if memory else None}
     kept = [r for r in records if r["strategy"] in strategies or r["strategy"] == reference]
-    histories = {name: _json_history(results[name]) for name in names}
+    histories = {name: _json_history(results[name]) for name in runs}
     return Comparison(problem.NAME, reference, kept, results, scale,
                       describe(problem, source), timing, histories)
+
+
+def _refusals(problem: Any, names: list[str], reference: str) -> dict[str, str]:
+    """{strategy: why it refuses ``problem``} for the compared strategies that do
+    (:func:`optmodels.strategies.accepted`: a decomposition that cannot carry the user's
+    constraints, a loss or kernel it does not solve); they are not run and get a row saying
+    so. A refused reference is an error: nothing could be measured against it."""
+    from optmodels.strategies import get_strategy
+
+    why = {name: get_strategy(problem.NAME, name).refusal(problem) for name in names}
+    if why[reference]:
+        ok = [name for name, reason in why.items() if not reason]
+        raise ValueError(f"The reference strategy {reference!r} refuses this problem: "
+                         f"{why[reference]} Choose reference= among the compared strategies "
+                         f"that accept it: {', '.join(ok) or 'none'}.")
+    return {name: reason for name, reason in why.items() if reason}
+
+
+def refused_record(problem: Any, strategy: str, reason: str) -> dict[str, Any]:
+    """The row of a strategy that refused the problem: termination ``refused``, no numbers,
+    the reason as its note (without the leading "Strategy 'x' of lad", so that strategies
+    refused for one reason share one note)."""
+    prefix = f"Strategy {strategy!r} of {problem.NAME} "
+    short = reason[len(prefix):] if reason.startswith(prefix) else reason
+    return {"problem": problem.NAME, "strategy": strategy, "solver": None,
+            "termination": REFUSED, "certified": False, "n": problem.n, "p": problem.p,
+            "refusal": reason, "note": f"refused: {short}"}
 
 
 def _timed(problem: Any, name: str, options: dict[str, dict[str, Any]], progress: bool,
@@ -479,6 +570,8 @@ def _relate(
     ref = results[reference]
     ref_time = next(r for r in records if r["strategy"] == reference).get("time_s", ref.time)
     for rec in records:
+        if rec["strategy"] not in results:  # a refused strategy: nothing to relate
+            continue
         res = results[rec["strategy"]]
         rec["ref_gap"] = relative_difference(res.objective, ref.objective, scale)
         rec["distance"] = result_distance(res, ref, problem)

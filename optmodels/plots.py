@@ -211,16 +211,19 @@ def convergence_figure(comparison: Any, panels: list[str] | None = None) -> Any:
 
 def _instance_title(comparison: Any) -> str:
     """``lad (n = 3,000, p = 4, quantile=0.5)``: the problem and the instance's size and
-    parameters (the source is in the result file and the table)."""
+    parameters, ``constrained lad (...)`` with the user's constraints (the source and the
+    constraints' counts are in the result file and the table)."""
     inst = getattr(comparison, "instance", None) or {}
     if not inst:
         return comparison.problem
     from optmodels.compare import short_value
 
     params = [f"{k}={short_value(v)}" for k, v in inst.items()
-              if k not in ("problem", "n", "p", "density", "source") and v is not None]
+              if k not in ("problem", "n", "p", "density", "source", "constraints")
+              and v is not None]
     size = f"n = {inst['n']:,}, p = {inst['p']:,}"
-    return f"{comparison.problem} ({', '.join([size, *params[:4]])})"
+    what = "constrained " if inst.get("constraints") else ""
+    return f"{what}{comparison.problem} ({', '.join([size, *params[:4]])})"
 
 
 def _draw_panel(ax: Any, problem: str, key: str, lines: list[Line]) -> None:
