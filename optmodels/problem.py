@@ -388,6 +388,21 @@ class Problem:
         return f"{type(self).__name__}(n={self.n}, p={self.p}, {shown})"
 
 
+USER_LIMITS = (TerminationCondition.ITERATION_LIMIT, TerminationCondition.TIME_LIMIT,
+               TerminationCondition.INTERRUPTED)
+"""Terminations at a limit the user set: a full solve tries no other backend or options
+after them."""
+
+
+def closer(a: SolveResult, b: SolveResult) -> bool:
+    """a is a better answer than b: certified, or a smaller (finite) gap."""
+    if a.is_optimal != b.is_optimal:
+        return a.is_optimal
+    ga = a.gap if a.gap is not None and np.isfinite(a.gap) else np.inf
+    gb = b.gap if b.gap is not None and np.isfinite(b.gap) else np.inf
+    return ga < gb
+
+
 def not_certified(res: SolveResult, check: KernelCheck, scale: float, tol: float) -> SolveResult:
     """The result on an indefinite kernel: its dual value is no bound, so no gap and no solution
     certificate (bound, gap and the solution fields cleared; ``solution_unique`` None: the

@@ -26,7 +26,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from optmodels.problem import Problem
+from optmodels.problem import USER_LIMITS, Problem, closer
 from optmodels.validation import Param, resolve_gamma
 from solvers.errors import DataError
 from solvers.kernels import KERNELS, Kernel
@@ -122,9 +122,6 @@ FULL_FALLBACK = ("clarabel", "highs")
 certifies."""
 
 
-USER_LIMITS = (TerminationCondition.ITERATION_LIMIT, TerminationCondition.TIME_LIMIT,
-               TerminationCondition.INTERRUPTED)
-"""Terminations at a limit the user set: no other backend is tried after them."""
 FALLBACK_QP_ITERATIONS = 10_000
 """HiGHS's active-set QP as a fallback stops after this many iterations: it can cycle on the
 nearly singular duals that made Clarabel fail (class weights spanning 1e7 ran for the full
@@ -140,15 +137,6 @@ def _fallback_options(backend: str, options: dict[str, Any] | None, tried: list[
         return options
     cap = backend == "highs" and max_iter is None
     return {"qp_iteration_limit": FALLBACK_QP_ITERATIONS} if cap else None
-
-
-def _closer(a: SolveResult, b: SolveResult) -> bool:
-    """a is a better answer than b: certified, or a smaller (finite) gap."""
-    if a.is_optimal != b.is_optimal:
-        return a.is_optimal
-    ga = a.gap if a.gap is not None and np.isfinite(a.gap) else np.inf
-    gb = b.gap if b.gap is not None and np.isfinite(b.gap) else np.inf
-    return ga < gb
 
 
 class SVM(Problem):
@@ -338,13 +326,15 @@ class SVM(Problem):
             self.kernel_matvec(v)
         return float(np.sqrt(max(float(v @ kv), 0.0)))
 
-    def feasible_alpha(self, alpha: np.ndarray) -> np.ndarray:
+    def feasible_alpha(self, alpha: np.ndarray, target: float = 0.0) -> np.ndarray:
         """alpha clipped to [0, C_i] (squared hinge: to [0, inf), and 0 where C_i = 0) and then
-        made to satisfy y'alpha = 0 by shrinking the larger class side proportionally, so that
-        D(alpha) is a valid lower bound."""
+        made to satisfy y'alpha = ``target`` (0: the dual's balance row; a constrained model's
+        ``-G_b'mu``) by shrinking the side in excess proportionally, so that D(alpha) is a
+        valid lower bound. Where that side is too small to absorb the excess it is zeroed and
+        the balance fails (the caller's bound then says so)."""
         upper = self.box if self.loss == "hinge" else np.where(self.box > 0, np.inf, 0.0)
         a = np.clip(alpha, 0.0, upper)
-        excess = float(self.y @ a)
+        excess = float(self.y @ a) - target
         side = self.y > 0 if excess > 0 else self.y < 0
         total = float(a[side].sum())
         if excess != 0.0 and total > 0.0:
@@ -541,7 +531,7 @@ class SVM(Problem):
         start = time.perf_counter()
         tried: list[str] = []
         best: SolveResult | None = None
-        for backend in [solver, *(b for b in FULL_FALLBACK if b != solver)]:
+        for backend, backend_options in self._full_attempts(solver, options, max_iter):
             if tried and time_limit is not None:
                 left = time_limit - (time.perf_counter() - start)
                 if left <= 0:
@@ -550,9 +540,9 @@ class SVM(Problem):
                 left = time_limit
             res = self._solve_full_with(
                 backend, form=form, tol=tol, time_limit=left, max_iter=max_iter,
-                verbose=verbose, options=_fallback_options(backend, options, tried, max_iter))
+                verbose=verbose, options=backend_options)
             tried.append(backend)
-            if best is None or _closer(res, best):
+            if best is None or closer(res, best):
                 best = res
             if res.is_optimal or res.termination in USER_LIMITS:  # the user's limit stands
                 break
@@ -560,6 +550,23 @@ class SVM(Problem):
         best.extra.update(backends_tried=tried, solver=tried[-1] if best.is_optimal else
                           best.extra.get("solver", tried[0]))
         return best
+
+    def _full_attempts(self, solver: str, options: dict[str, Any] | None,
+                       max_iter: int | None) -> list[tuple[str, dict[str, Any] | None]]:
+        """(backend, options) in the order :meth:`solve_full` tries them: ``solver`` with the
+        user's options, then :data:`FULL_FALLBACK` with theirs (:func:`_fallback_options`). A
+        constrained model runs each Clarabel attempt without user options at
+        :data:`solvers.clarabel_backend.CONSTRAINED_SETTINGS` first, then at its defaults."""
+        from solvers.clarabel_backend import constrained_option_sets
+
+        order = [solver, *(b for b in FULL_FALLBACK if b != solver)]
+        plan: list[tuple[str, dict[str, Any] | None]] = []
+        for k, backend in enumerate(order):
+            opts = _fallback_options(backend, options, order[:k], max_iter)
+            sets = [opts] if self.coef_constraints is None else \
+                constrained_option_sets(backend, opts)
+            plan += [(backend, o) for o in sets]
+        return plan
 
     def _solve_constrained(self, solver: str, **kwargs: Any) -> SolveResult:
         """The constrained primal on X / a (a power of two near the root mean square of X's
@@ -581,8 +588,7 @@ class SVM(Problem):
         res = scaled.solve_full(solver, **kwargs)
         if res.x is None:
             return res
-        res.x = res.x / a
-        b = float(res.extra["b"])
+        b = self._feasible_coefficients(res, res.x / a, float(res.extra["b"]))
         res.objective = self.primal_objective(res.x, b)
         res.bound = None if res.bound is None else float(res.bound) / (a * a)
         if res.extra.get("alpha") is not None:
@@ -590,6 +596,56 @@ class SVM(Problem):
         res.extra["data_scale"] = a
         res.extra["train_accuracy"] = self.train_accuracy(res)
         return self.certify(res, tol=kwargs["tol"], failure=TerminationCondition.NUMERICAL_ERROR)
+
+    def _feasible_coefficients(self, res: SolveResult, w: np.ndarray, b: float) -> float:
+        """Put (w, b) onto the user's constraints (:meth:`CoefConstraints.feasible_point`):
+        P(w, b) is an upper bound on the constrained optimum only at a feasible point, and an
+        interior point's lies within its tolerance of the set, not on it. The moved point is
+        kept when it violates no more than the returned one; ``res.x`` and the intercept are
+        set, ``extra["repaired_violation"]`` records the returned one's relative violation,
+        and b is returned."""
+        cc = self.coef_constraints
+        theta = np.r_[w, b]
+        moved = cc.feasible_point(theta)
+        before = cc.max_violation(theta)
+        if before > 0 and cc.max_violation(moved) <= before:
+            res.extra["repaired_violation"] = before
+            theta = moved
+        res.x, b = theta[:-1], float(theta[-1])
+        res.extra.update(b=b, intercept=b)
+        return b
+
+    def constrained_dual_bound(self, qp: QPData, duals: np.ndarray | None
+                               ) -> tuple[float | None, np.ndarray | None]:
+        """A proven lower bound on the constrained primal's optimum from the backend's row
+        multipliers (alpha on the margin rows, mu on the constraint rows), and the alpha it
+        used: the QP's Lagrangian dual function (:func:`solvers.qp.separable_dual_bound`;
+        P is diagonal), after alpha is clipped into [0, C_i] (so the xi columns take no
+        -inf) and, where b is free in the direction its reduced cost
+        ``-(y'alpha + G_b'mu)`` points, balanced to ``y'alpha = -G_b'mu``
+        (:meth:`feasible_alpha`). With w free it equals
+
+            1'alpha + sum_k mu_k side_k - 1/2 ||X'(alpha * y) + G_w'mu||^2,
+
+        D(alpha) plus the constraints' terms. The KKT check's dual objective leaves out the
+        multipliers' dual residual instead: on the FairSVM of notebook 5 (20,000 rows)
+        Clarabel's alpha exceeded C by 3e-9 and ``w - X'(alpha y) - G_w'mu`` was 1.7e-5, and
+        that "bound" lay 2.2e-9 (relative) above the objective. None without multipliers or
+        when no balancing exists."""
+        from solvers.qp import separable_dual_bound
+
+        if duals is None:
+            return None, None
+        n, p, cc = self.n, self.p, self.coef_constraints
+        y = np.array(duals, dtype=float)
+        upper = self.box if self.loss == "hinge" else np.where(self.box > 0, np.inf, 0.0)
+        y[:n] = np.clip(y[:n], 0.0, upper)
+        mu_b = float(cc.G[:, p] @ y[n:]) if cc.m else 0.0
+        q_b = -(float(self.y @ y[:n]) + mu_b)
+        if (q_b > 0 and not np.isfinite(cc.lb[p])) or (q_b < 0 and not np.isfinite(cc.ub[p])):
+            y[:n] = self.feasible_alpha(y[:n], target=-mu_b)
+        bound = separable_dual_bound(qp, y)
+        return (bound if np.isfinite(bound) else None), y[:n]
 
     def _solve_full_with(self, solver: str, *, form: str, tol: float, time_limit: float | None,
                          max_iter: int | None, verbose: bool,
@@ -610,18 +666,20 @@ class SVM(Problem):
             w, b = qp.block(res.x, "w").copy(), float(qp.block(res.x, "b")[0])
             alpha = (
                 self.feasible_alpha(res.extra["duals"][: self.n])
-                if res.extra.get("duals") is not None
+                if res.extra.get("duals") is not None and self.coef_constraints is None
                 else None
             )
             if self.loss == "squared_hinge" and self.coef_constraints is None:
                 alpha = self._better_alpha(alpha, self.squared_hinge_alpha(w, b))
-            obj = self.primal_objective(w, b)
             dual = self.dual_objective(alpha) if alpha is not None else None
             if self.coef_constraints is not None:
                 # D(alpha) bounds the unconstrained optimum only; the constrained QP's bound
-                # is the dual objective of all its multipliers, checked by the backend's KKT
-                # test (solvers.qp.check_kkt)
-                dual = res.bound
+                # is its Lagrangian dual at all its multipliers, made dual feasible, and the
+                # objective is an upper bound at a feasible (w, b) only
+                dual, alpha = self.constrained_dual_bound(qp, res.extra.get("duals"))
+                b = self._feasible_coefficients(res, w, b)
+                w = res.x
+            obj = self.primal_objective(w, b)
             res.x = w
             res.extra.update(b=b, intercept=b, alpha=alpha, form=form)
         else:

@@ -16,6 +16,11 @@ from typing import Any
 
 import numpy as np
 
+INSIDE = 16.0
+"""How far inside a violated row's side :meth:`CoefConstraints.feasible_point` aims, in units
+of the round-off of the row's product (machine epsilon times ``|G_k| |theta| + |side|``), so
+that the product computed again lands on the feasible side."""
+
 
 @dataclasses.dataclass(frozen=True)
 class CoefConstraints:
@@ -54,6 +59,36 @@ class CoefConstraints:
                     float(np.max(np.maximum(theta - self.ub, 0.0)
                                  / (1.0 + np.abs(np.nan_to_num(self.ub))), initial=0.0)))
         return worst
+
+    def feasible_point(self, theta: np.ndarray, rounds: int = 8) -> np.ndarray:
+        """``theta`` moved onto the constraints, for a point a solver returned within its
+        feasibility tolerance (an interior point leaves a row ~1e-9 past its side, and there
+        the objective can lie below the constrained optimum): clipped into the bounds, then,
+        while a row is violated, moved by the least-norm step over the coordinates strictly
+        inside their bounds that puts every violated row :data:`INSIDE` units of round-off
+        inside its side (onto it for an equality), and clipped again; at most ``rounds``
+        times. A feasible theta comes back unchanged; :meth:`max_violation` says whether the
+        result is feasible (an equality row holds to round-off only)."""
+        theta = np.clip(np.asarray(theta, dtype=float), self.lb, self.ub)
+        for _ in range(rounds if self.m else 0):
+            g = self.G @ theta
+            below, above = g < self.lo, g > self.hi
+            bad = below | above
+            if not bad.any():
+                break
+            side = np.where(below, self.lo, self.hi)[bad]
+            room = INSIDE * np.finfo(float).eps * (np.abs(self.G[bad]) @ np.abs(theta)
+                                                   + np.abs(side))
+            mid = 0.5 * (self.lo[bad] + self.hi[bad])  # lo == hi for an equality
+            target = np.where(below[bad], np.minimum(side + room, mid),
+                              np.maximum(side - room, mid))
+            free = (theta > self.lb) & (theta < self.ub)
+            if not free.any():
+                break
+            step = np.linalg.lstsq(self.G[bad][:, free], target - g[bad], rcond=None)[0]
+            theta[free] += step
+            theta = np.clip(theta, self.lb, self.ub)
+        return theta
 
     def substituted(self, d: np.ndarray) -> CoefConstraints:
         """The same constraints on theta' where theta = d * theta' (entrywise, d > 0: a

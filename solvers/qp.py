@@ -325,3 +325,46 @@ def ray_ok(qp: QPData, d: np.ndarray | None, tol: float = 1e-6) -> bool:
         flat = float(np.max(np.abs(qp.P @ d))) <= tol * float(np.max(np.abs(qp.P.data)))
     c_mag = float(np.abs(qp.c) @ np.abs(d))
     return bool(ok_rows and ok_cols and flat and cd < -tol * c_mag)
+
+
+def separable_dual_bound(qp: QPData, y: np.ndarray) -> float:
+    """The Lagrangian dual function at the row multipliers ``y``, exactly, for a QP whose ``P``
+    is diagonal (the constrained SVM and ridge primals): with ``q = c - A'y``,
+
+        g(y) = offset + sum_i [y_i]_+ row_lo_i - [y_i]_- row_hi_i
+               + sum_j min_{col_lo_j <= x_j <= col_hi_j} (1/2 P_jj x_j^2 + q_j x_j),
+
+    each column's minimum in closed form (``x_j = clip(-q_j / P_jj)`` where ``P_jj > 0``;
+    ``q_j col_lo_j`` or ``q_j col_hi_j`` where ``P_jj = 0``). By weak duality g(y) is a lower
+    bound on the optimum for *every* y, so, unlike :func:`check_kkt`'s g, no dual residual is
+    left out of it: a row multiplier pressing on an infinite side is set to 0 first (still a
+    valid y), and a column with ``P_jj = 0`` whose ``q_j`` presses on an infinite bound makes
+    the bound ``-inf`` unless ``|q_j|`` is within :data:`solvers.result.RESOLUTION` of the
+    terms it sums (round-off of a q_j that the caller made 0, such as the SVM's intercept
+    column after balancing alpha). Raises ValueError when ``P`` is not diagonal."""
+    import scipy.sparse as sp
+
+    from solvers.result import RESOLUTION
+
+    y = np.asarray(y, dtype=float)
+    p_diag = np.zeros(qp.n_cols) if qp.is_lp else qp.P.diagonal()
+    if not qp.is_lp and (qp.P - sp.diags(p_diag)).count_nonzero():
+        raise ValueError(f"separable_dual_bound needs a diagonal P; {qp.name!r} has off-diagonal "
+                         "entries (use check_kkt's gap instead).")
+    y = np.where(((y > 0) & ~np.isfinite(qp.row_lo)) | ((y < 0) & ~np.isfinite(qp.row_hi)),
+                 0.0, y)
+    rows = float(y[y > 0] @ qp.row_lo[y > 0] + y[y < 0] @ qp.row_hi[y < 0])
+    q = qp.c - qp.A.T @ y
+    lo, hi = qp.col_lo, qp.col_hi
+    curved = p_diag > 0
+    x = np.clip(-q[curved] / p_diag[curved], lo[curved], hi[curved])
+    cols = float(x @ (q[curved] + 0.5 * p_diag[curved] * x))
+    flat = ~curved
+    qf, lof, hif = q[flat], lo[flat], hi[flat]
+    terms = np.abs(qp.c[flat]) + (abs(qp.A).T @ np.abs(y))[flat]
+    zero = np.abs(qf) <= RESOLUTION * terms
+    up, down = (qf > 0) & ~zero, (qf < 0) & ~zero
+    if np.any(up & ~np.isfinite(lof)) or np.any(down & ~np.isfinite(hif)):
+        return -np.inf
+    cols += float(qf[up] @ lof[up] + qf[down] @ hif[down])
+    return float(qp.offset + rows + cols)
