@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from optmodels.problem import Problem
+from optmodels.problem import USER_LIMITS, Problem, closer
 from optmodels.validation import Param
 from solvers.errors import DataError
 from solvers.qp import QPData
@@ -275,12 +275,45 @@ class Ridge(Problem):
         res = scaled.solve_full(solver, **kwargs)
         if res.x is None:
             return res
-        res.x = res.x * (t / a)
+        self._feasible_coefficients(res, res.x * (t / a))
         res.objective = self.objective(res.x)
         res.bound = None if res.bound is None else float(res.bound) * t * t
         res.extra.update(intercept=self.intercept(res.x),
                          relative_gradient=self.relative_gradient(res.x), data_scale=(a, t))
         return self.certify(res, tol=kwargs["tol"], failure=TerminationCondition.NUMERICAL_ERROR)
+
+    def _feasible_coefficients(self, res: SolveResult, x: np.ndarray) -> None:
+        """Put x onto the user's constraints (:meth:`CoefConstraints.feasible_point`; the
+        intercept, free, is not moved): f(x) bounds the constrained optimum from above only at
+        a feasible x, and an interior point's lies within its tolerance of the set. The moved
+        x is kept when it violates no more than the returned one (``extra["repaired_violation"]``
+        records the returned one's relative violation); ``res.x`` is set."""
+        cc = self.coef_constraints
+        theta = np.r_[x, self.intercept(x)] if cc.k > self.p else np.asarray(x, dtype=float)
+        moved = cc.feasible_point(theta)
+        before = cc.max_violation(theta)
+        if before > 0 and cc.max_violation(moved) <= before:
+            res.extra["repaired_violation"] = before
+            theta = moved
+        res.x = theta[: self.p].copy()
+
+    def constrained_bound(self, qp: QPData, duals: np.ndarray | None) -> float | None:
+        """A proven lower bound on the constrained optimum from the backend's multipliers y
+        (``fit`` rows, then the constraint rows mu): the residual-form QP's Lagrangian dual
+        function, exact for every y (:func:`solvers.qp.separable_dual_bound`; P is diagonal),
+
+            y_fit'bw - 1/2 ||y_fit||^2 + sum_k mu_k side_k
+                + sum_j min_{lb_j <= x_j <= ub_j} (alpha/2 x_j^2 - v_j x_j),
+            v = Aw'y_fit + G'mu,
+
+        where the KKT check's dual objective leaves the multipliers' dual residual out.
+        None without multipliers."""
+        from solvers.qp import separable_dual_bound
+
+        if duals is None:
+            return None
+        bound = separable_dual_bound(qp, duals)
+        return bound if np.isfinite(bound) else None
 
     def lower_bound(self, x: np.ndarray) -> float:
         """f(x) - ||grad f(x)||^2 / (2 alpha) <= f* (strong convexity with modulus alpha)."""
@@ -388,6 +421,10 @@ class Ridge(Problem):
                 solver_version=np.__version__,
                 raw_status="closed form",
             )
+        elif constrained:
+            return self._solve_constrained_qp(solver, tol=tol, time_limit=time_limit,
+                                              max_iter=max_iter, verbose=verbose,
+                                              options=options)
         else:
             qp, res = self._solve_declared(
                 (),
@@ -400,15 +437,43 @@ class Ridge(Problem):
             if res.x is None:
                 return res
             res.x = qp.block(res.x, "x").copy()
-        # constrained: the QP's own bound (its multipliers, checked by the backend's KKT
-        # test); f - ||grad f||^2 / (2 alpha) bounds only the unconstrained optimum
-        bound = res.bound if constrained else self.lower_bound(res.x)
+        return self._certified(res, self.lower_bound(res.x), tol)
+
+    def _certified(self, res: SolveResult, bound: float | None, tol: float) -> SolveResult:
+        """res with f(x), the bound and the certificate (:meth:`Problem.certify`)."""
+        constrained = self.coef_constraints is not None
         res.objective, res.bound = self.objective(res.x), bound
         if not constrained:  # ||grad f|| / alpha bounds ||x - x*|| (solution_certificate)
             res.extra["gradient_norm"] = stable_norm(self.gradient(res.x))
         grad = self.relative_gradient(res.x)
         res.extra.update(intercept=self.intercept(res.x), relative_gradient=grad)
         return self.certify(res, tol=tol, failure=TerminationCondition.NUMERICAL_ERROR)
+
+    def _solve_constrained_qp(self, solver: str, *, tol: float, time_limit: float | None,
+                              **kwargs: Any) -> SolveResult:
+        """The constrained QP by ``solver``, once per option set of
+        :func:`solvers.clarabel_backend.constrained_option_sets` until one certifies (or
+        stops at the user's limit), each answer put onto the constraints
+        (:meth:`_feasible_coefficients`) and bounded by :meth:`constrained_bound`; the best
+        one comes back (:func:`optmodels.problem.closer`)."""
+        from solvers.clarabel_backend import constrained_option_sets
+
+        start, best = time.perf_counter(), None
+        for options in constrained_option_sets(solver, kwargs.pop("options")):
+            left = None if time_limit is None else time_limit - (time.perf_counter() - start)
+            if left is not None and left <= 0 and best is not None:
+                break
+            qp, res = self._solve_declared((), solver, time_limit=left, options=options,
+                                           **kwargs)
+            if res.x is not None:
+                self._feasible_coefficients(res, qp.block(res.x, "x"))
+                res = self._certified(res, self.constrained_bound(qp, res.extra.get("duals")),
+                                      tol)
+            if best is None or closer(res, best):
+                best = res
+            if res.is_optimal or res.termination in USER_LIMITS:
+                break
+        return best
 
 
 def shifted_spd_solve(M: np.ndarray, shift: float, rhs: np.ndarray) -> np.ndarray:

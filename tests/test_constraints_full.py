@@ -22,7 +22,7 @@ import pytest
 from scipy.optimize import Bounds, LinearConstraint
 
 from instances import make_classification
-from optmodels import SVM
+from optmodels import SVM, Ridge
 from solvers.backend import solve_qp
 from solvers.constraints import CoefConstraints
 from solvers.qp import check_kkt
@@ -133,6 +133,55 @@ def test_separable_dual_bound_is_minus_inf_for_a_flat_free_column_and_refuses_de
                    P=np.array([[2.0, 1.0], [1.0, 2.0]]))
     with pytest.raises(ValueError, match="diagonal P"):
         separable_dual_bound(dense, np.zeros(0))
+
+
+# ------------------------------------------------------------------------ bounded ridge
+def _ridge_instance():
+    rng = np.random.default_rng(4)
+    return rng.normal(size=(80, 3)), rng.normal(size=80)
+
+
+@pytest.mark.parametrize("options", [None, {}], ids=["default", "clarabel-defaults"])
+def test_bounded_ridge_with_no_bound_active_is_certified(options):
+    """No bound is active, so the optimum is numpy's closed form (A'A + I)^-1 A'b. Certified
+    by Clarabel with the solve's settings and with Clarabel's own defaults (options={}), where
+    the KKT check's bound had left the solution proven only within 2.6e-3."""
+    A, b = _ridge_instance()
+    x_ref = np.linalg.solve(A.T @ A + np.eye(3), A.T @ b)
+    assert np.abs(x_ref).max() < 0.1
+    res = Ridge(A, b, bounds=Bounds(-0.1, 0.1)).solve(
+        **({} if options is None else {"options": options}))
+    assert res.termination is TerminationCondition.OPTIMAL, res.raw_status
+    assert res.solver == "clarabel"
+    assert res.solution_gap <= 1e-3
+    np.testing.assert_allclose(res.x, x_ref, atol=1e-6)
+    f_ref = 0.5 * np.sum((A @ x_ref - b) ** 2) + 0.5 * x_ref @ x_ref
+    assert res.objective == pytest.approx(f_ref, rel=1e-10)
+    assert res.bound <= f_ref * (1 + 1e-12)
+
+
+def test_bounded_ridge_with_active_bounds_equals_cvxpy():
+    """Bounds 0.05 wide and a row sum(x) >= -0.12, with an intercept: two bounds and the row
+    bind at the optimum; equal to CVXPY + Clarabel at tolerances 1e-12 and certified. At
+    Clarabel's default tolerances (options={}) objective and bound still enclose the optimum,
+    but the solution rule needs the tighter stop (measured: proven within 1.2e-3)."""
+    A, b = _ridge_instance()
+    b = b + A @ np.array([-0.4, -0.3, -0.2])
+    x, x0 = cp.Variable(3), cp.Variable()
+    ref = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(A @ x + x0 - b) + 0.5 * cp.sum_squares(x)),
+                     [x >= -0.05, x <= 0.05, cp.sum(x) >= -0.12]).solve(
+                         solver="CLARABEL", **TIGHT)
+    prob = Ridge(A, b, fit_intercept=True, bounds=Bounds(-0.05, 0.05),
+                 constraints=LinearConstraint(np.ones((1, 3)), -0.12, np.inf))
+    res = prob.solve()
+    assert res.termination is TerminationCondition.OPTIMAL, res.raw_status
+    assert res.solution_gap <= 1e-3
+    assert res.objective == pytest.approx(ref, rel=1e-9)
+    assert res.bound <= ref * (1 + 1e-12)
+    np.testing.assert_allclose(res.x, x.value, atol=1e-6)
+    assert res.x.min() >= -0.05 and res.x.sum() >= -0.12  # exactly feasible
+    loose = prob.solve(options={})
+    assert loose.bound <= ref * (1 + 1e-12) <= loose.objective * (1 + 2e-12)
 
 
 # -------------------------------------------------------------------- feasible points
