@@ -555,8 +555,8 @@ class SVM(Problem):
                        max_iter: int | None) -> list[tuple[str, dict[str, Any] | None]]:
         """(backend, options) in the order :meth:`solve_full` tries them: ``solver`` with the
         user's options, then :data:`FULL_FALLBACK` with theirs (:func:`_fallback_options`). A
-        constrained model runs each Clarabel attempt without user options at
-        :data:`solvers.clarabel_backend.CONSTRAINED_SETTINGS` first, then at its defaults."""
+        constrained model expands each Clarabel attempt into
+        :func:`solvers.clarabel_backend.constrained_option_sets` (tolerances 1e-12 first)."""
         from solvers.clarabel_backend import constrained_option_sets
 
         order = [solver, *(b for b in FULL_FALLBACK if b != solver)]

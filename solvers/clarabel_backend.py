@@ -49,13 +49,16 @@ stops."""
 
 def constrained_option_sets(solver: str, options: dict[str, Any] | None
                             ) -> list[dict[str, Any] | None]:
-    """The option sets a constrained full solve tries with ``solver``, in order: the user's
-    ``options`` alone when given; for Clarabel without them :data:`CONSTRAINED_SETTINGS` and
-    then its defaults (an answer at the tight tolerances that Clarabel calls AlmostSolved is
-    not trusted, and its default run is the one before them)."""
-    if solver.lower() == "clarabel" and options is None:
-        return [dict(CONSTRAINED_SETTINGS), None]
-    return [options]
+    """The option sets a constrained full solve tries with ``solver``, in order. For Clarabel:
+    :data:`CONSTRAINED_SETTINGS` under the user's ``options`` (a tolerance the user set wins),
+    then the user's options alone (None: Clarabel's defaults), the run before them (an answer
+    Clarabel calls AlmostSolved at the tight tolerances is not trusted); only the first when
+    they coincide. Any other backend: the user's options."""
+    if solver.lower() != "clarabel":
+        return [options]
+    given = dict(options or {})
+    tight = {**CONSTRAINED_SETTINGS, **given}
+    return [tight] if tight == given else [tight, options]
 
 
 def clarabel_termination(solution: Any) -> tuple[T, str]:

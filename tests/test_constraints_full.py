@@ -29,6 +29,8 @@ from solvers.qp import check_kkt
 from solvers.result import TerminationCondition
 
 TIGHT = {"tol_gap_abs": 1e-12, "tol_gap_rel": 1e-12, "tol_feas": 1e-12}
+CLARABEL_DEFAULTS = {"tol_gap_abs": 1e-8, "tol_gap_rel": 1e-8, "tol_feas": 1e-8}
+"""Clarabel's own default tolerances, given explicitly (the user's tolerances win)."""
 
 
 def _fair_instance(n: int):
@@ -80,7 +82,7 @@ def test_the_svm_bound_from_clarabel_default_multipliers_is_a_bound(fair20k):
     X, y, c, eps, (ref, _, _) = fair20k
     prob = SVM(X, y, C=1.0, constraints=LinearConstraint(c[None], -eps, eps))
     qp = prob.qp()
-    out = solve_qp(qp, "clarabel", options={}, feasible_bounded=False)
+    out = solve_qp(qp, "clarabel", options=CLARABEL_DEFAULTS, feasible_bounded=False)
     duals = out.extra["duals"]
     assert check_kkt(qp, out.x, duals).dual_objective > ref  # the old "bound"
     bound, alpha = prob.constrained_dual_bound(qp, duals)
@@ -141,11 +143,11 @@ def _ridge_instance():
     return rng.normal(size=(80, 3)), rng.normal(size=80)
 
 
-@pytest.mark.parametrize("options", [None, {}], ids=["default", "clarabel-defaults"])
+@pytest.mark.parametrize("options", [None, CLARABEL_DEFAULTS], ids=["default", "loose"])
 def test_bounded_ridge_with_no_bound_active_is_certified(options):
     """No bound is active, so the optimum is numpy's closed form (A'A + I)^-1 A'b. Certified
-    by Clarabel with the solve's settings and with Clarabel's own defaults (options={}), where
-    the KKT check's bound had left the solution proven only within 2.6e-3."""
+    by Clarabel with the solve's settings and at Clarabel's default tolerances, where the KKT
+    check's bound had left the solution proven only within 2.6e-3."""
     A, b = _ridge_instance()
     x_ref = np.linalg.solve(A.T @ A + np.eye(3), A.T @ b)
     assert np.abs(x_ref).max() < 0.1
@@ -163,7 +165,7 @@ def test_bounded_ridge_with_no_bound_active_is_certified(options):
 def test_bounded_ridge_with_active_bounds_equals_cvxpy():
     """Bounds 0.05 wide and a row sum(x) >= -0.12, with an intercept: two bounds and the row
     bind at the optimum; equal to CVXPY + Clarabel at tolerances 1e-12 and certified. At
-    Clarabel's default tolerances (options={}) objective and bound still enclose the optimum,
+    Clarabel's default tolerances objective and bound still enclose the optimum,
     but the solution rule needs the tighter stop (measured: proven within 1.2e-3)."""
     A, b = _ridge_instance()
     b = b + A @ np.array([-0.4, -0.3, -0.2])
@@ -180,8 +182,18 @@ def test_bounded_ridge_with_active_bounds_equals_cvxpy():
     assert res.bound <= ref * (1 + 1e-12)
     np.testing.assert_allclose(res.x, x.value, atol=1e-6)
     assert res.x.min() >= -0.05 and res.x.sum() >= -0.12  # exactly feasible
-    loose = prob.solve(options={})
+    loose = prob.solve(options=CLARABEL_DEFAULTS)
     assert loose.bound <= ref * (1 + 1e-12) <= loose.objective * (1 + 2e-12)
+
+
+def test_the_tight_tolerances_sit_under_the_user_s_options():
+    from solvers.clarabel_backend import CONSTRAINED_SETTINGS, constrained_option_sets
+
+    assert constrained_option_sets("clarabel", None) == [CONSTRAINED_SETTINGS, None]
+    assert constrained_option_sets("clarabel", {"max_iter": 80}) == [
+        {**CONSTRAINED_SETTINGS, "max_iter": 80}, {"max_iter": 80}]
+    assert constrained_option_sets("clarabel", CLARABEL_DEFAULTS) == [CLARABEL_DEFAULTS]
+    assert constrained_option_sets("highs", {"presolve": "off"}) == [{"presolve": "off"}]
 
 
 # -------------------------------------------------------------------- feasible points
