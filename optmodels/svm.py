@@ -632,12 +632,12 @@ class SVM(Problem):
         Clarabel's alpha exceeded C by 3e-9 and ``w - X'(alpha y) - G_w'mu`` was 1.7e-5, and
         that "bound" lay 2.2e-9 (relative) above the objective. None without multipliers or
         when no balancing exists."""
-        from solvers.qp import separable_dual_bound
+        from solvers.qp import separable_dual_bound, sign_feasible
 
         if duals is None:
             return None, None
         n, p, cc = self.n, self.p, self.coef_constraints
-        y = np.array(duals, dtype=float)
+        y = sign_feasible(qp, duals)  # mu_k on an infinite side: 0, before G_b'mu is formed
         upper = self.box if self.loss == "hinge" else np.where(self.box > 0, np.inf, 0.0)
         y[:n] = np.clip(y[:n], 0.0, upper)
         mu_b = float(cc.G[:, p] @ y[n:]) if cc.m else 0.0

@@ -327,6 +327,14 @@ def ray_ok(qp: QPData, d: np.ndarray | None, tol: float = 1e-6) -> bool:
     return bool(ok_rows and ok_cols and flat and cd < -tol * c_mag)
 
 
+def sign_feasible(qp: QPData, y: np.ndarray) -> np.ndarray:
+    """``y`` with every multiplier that presses on an infinite side set to 0 (``y_i > 0``
+    needs a finite ``row_lo_i``, ``y_i < 0`` a finite ``row_hi_i``); a new array."""
+    y = np.asarray(y, dtype=float)
+    return np.where(((y > 0) & ~np.isfinite(qp.row_lo)) | ((y < 0) & ~np.isfinite(qp.row_hi)),
+                    0.0, y)
+
+
 def separable_dual_bound(qp: QPData, y: np.ndarray) -> float:
     """The Lagrangian dual function at the row multipliers ``y``, exactly, for a QP whose ``P``
     is diagonal (the constrained SVM and ridge primals): with ``q = c - A'y``,
@@ -346,13 +354,11 @@ def separable_dual_bound(qp: QPData, y: np.ndarray) -> float:
 
     from solvers.result import RESOLUTION
 
-    y = np.asarray(y, dtype=float)
     p_diag = np.zeros(qp.n_cols) if qp.is_lp else qp.P.diagonal()
     if not qp.is_lp and (qp.P - sp.diags(p_diag)).count_nonzero():
         raise ValueError(f"separable_dual_bound needs a diagonal P; {qp.name!r} has off-diagonal "
                          "entries (use check_kkt's gap instead).")
-    y = np.where(((y > 0) & ~np.isfinite(qp.row_lo)) | ((y < 0) & ~np.isfinite(qp.row_hi)),
-                 0.0, y)
+    y = sign_feasible(qp, y)
     rows = float(y[y > 0] @ qp.row_lo[y > 0] + y[y < 0] @ qp.row_hi[y < 0])
     q = qp.c - qp.A.T @ y
     lo, hi = qp.col_lo, qp.col_hi

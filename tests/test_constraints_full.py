@@ -92,30 +92,38 @@ def test_the_svm_bound_from_clarabel_default_multipliers_is_a_bound(fair20k):
 
 
 @pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
-def test_separable_dual_bound_bounds_the_svm_optimum_for_any_multipliers(loss):
+@pytest.mark.parametrize("b_free", [False, True], ids=["b-bounded", "b-free"])
+def test_separable_dual_bound_bounds_the_svm_optimum_for_any_multipliers(loss, b_free):
     """Weak duality, checked: for 20 random multiplier vectors (negative, above C, off
     balance), the constrained SVM's bound stays below CVXPY's optimum; at the solver's
-    multipliers it meets it. The covariance row is two-sided and b is bounded on one side."""
+    multipliers it meets it. A two-sided covariance row, a one-sided row on w_0 + b (its
+    multiplier of the wrong sign is dropped before b's balance is formed), b >= -0.1 or free."""
     rng = np.random.default_rng(5)
     X = rng.normal(size=(300, 4))
     y = np.where(X @ np.array([1.0, -1.0, 0.5, 2.0]) + 0.5 * rng.normal(size=300) > 0, 1, -1)
     c = (X[:, 3] - X[:, 3].mean()) @ X / 300
-    bounds = Bounds(np.r_[np.full(4, -np.inf), -0.1], np.r_[np.full(4, np.inf), np.inf])
-    prob = SVM(X, y, C=1.0, loss=loss, constraints=LinearConstraint(c[None], -0.05, 0.05),
-               bounds=bounds)
+    b_lo = -np.inf if b_free else -0.1
+    rows = [LinearConstraint(c[None], -0.05, 0.05),
+            LinearConstraint(np.array([[1.0, 0, 0, 0, 1.0]]), -np.inf, 0.3)]
+    prob = SVM(X, y, C=1.0, loss=loss, constraints=rows,
+               bounds=Bounds(np.r_[np.full(4, -np.inf), b_lo], np.full(5, np.inf)))
     w, b = cp.Variable(4), cp.Variable()
     margin = 1 - cp.multiply(y, X @ w + b)
     loss_sum = cp.sum(cp.pos(margin)) if loss == "hinge" else cp.sum(cp.square(cp.pos(margin)))
     ref = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + loss_sum),
-                     [cp.abs(c @ w) <= 0.05, b >= -0.1]).solve(solver="CLARABEL", **TIGHT)
+                     [cp.abs(c @ w) <= 0.05, w[0] + b <= 0.3, b >= b_lo]).solve(
+                         solver="CLARABEL", **TIGHT)
     qp = prob.qp()
     duals = solve_qp(qp, "highs").extra["duals"]
     exact, _ = prob.constrained_dual_bound(qp, duals)
     assert exact == pytest.approx(ref, rel=1e-9)
+    finite = 0
     for _ in range(20):
         noisy = duals + rng.normal(scale=0.3, size=duals.size) * np.abs(duals).max()
         bound, _ = prob.constrained_dual_bound(qp, noisy)
         assert bound is None or bound <= ref * (1 + 1e-12)
+        finite += bound is not None
+    assert finite >= 10  # the repair gives a bound, not just "no bound"
 
 
 def test_separable_dual_bound_is_minus_inf_for_a_flat_free_column_and_refuses_dense_p():
