@@ -145,10 +145,14 @@ def reevaluate(problem: Any, res: SolveResult) -> SolveResult:
             res.bound = max(res.bound, -problem.linear_primal_objective(w, b_primal))
         return res
     constrained = getattr(problem, "coef_constraints", None) is not None
+    # with constraints, D(alpha) and f - ||grad f||^2 / (2 alpha) bound only the unconstrained
+    # optimum: the constrained QP's bound stays, which the full solve has the problem compute
+    # (its Lagrangian dual function at the backend's multipliers), and a strategy computes itself
+    kept = "toolkit" if res.strategy == "full" else "strategy"
     if name == "svm":
         res.objective = problem.primal_objective(res.x, float(res.extra["b"]))
-        if constrained:  # D(alpha) bounds only the unconstrained optimum: the QP's dual stays
-            res.extra["bound_source"] = "strategy"
+        if constrained:
+            res.extra["bound_source"] = kept
         elif res.extra.get("alpha") is not None:  # the dual vector the strategy returned
             res.bound = problem.dual_objective(problem.feasible_alpha(res.extra["alpha"]))
         else:
@@ -160,9 +164,9 @@ def reevaluate(problem: Any, res: SolveResult) -> SolveResult:
             res.bound = problem.dual_bound(res.extra["dual_u"])
         else:  # Dask data or constraints: the strategy's own bound
             res.extra["bound_source"] = "strategy"
-    elif name == "ridge" and constrained:  # f - ||grad f||^2 / (2 alpha) bounds only the
-        res.objective = problem.objective(res.x)  # unconstrained optimum: the QP's dual stays
-        res.extra["bound_source"] = "strategy"
+    elif name == "ridge" and constrained:
+        res.objective = problem.objective(res.x)
+        res.extra["bound_source"] = kept
     elif name == "ridge":
         g = stable_norm(problem.gradient(res.x))
         res.objective = problem.objective(res.x)
