@@ -154,3 +154,36 @@ def test_aid_svm_checks_its_constraints_argument(data):
         aid_svm(X[:50], y[:50], kernel=Kernel("rbf", 1.0), constraints=cc)
     with pytest.raises(DataError, match="X has 4 columns"):
         aid_svm(X[:, :4], y, constraints=cc)
+
+
+@pytest.mark.parametrize("loss", ["hinge", "squared_hinge"])
+def test_full_solve_bound_is_a_lower_bound_on_the_constrained_optimum(data, loss):
+    """The full solve's bound is the Lagrangian dual function of the constrained QP
+    (lagrangian_bound): below the CVXPY optimum, and within the certificate of it."""
+    X, y, z = data
+    g, eps = fair_row(X, z), 0.02
+    res = SVM(X, y, C=1.0, loss=loss,
+              constraints=LinearConstraint(g[None], -eps, eps)).solve()
+    w, b = cp.Variable(P), cp.Variable()
+    m = 1 - cp.multiply(y, X @ w + b)
+    err = cp.sum(cp.pos(m)) if loss == "hinge" else cp.sum(cp.square(cp.pos(m)))
+    ref = cp.Problem(cp.Minimize(0.5 * cp.sum_squares(w) + err),
+                     [cp.abs(g[:P] @ w + g[P] * b) <= eps]).solve(solver="CLARABEL", **TIGHT)
+    assert res.is_optimal, res.raw_status
+    assert res.bound <= ref + 1e-12 * ref
+    assert res.bound >= ref - 1e-6 * res.scale
+    assert res.objective == pytest.approx(ref, rel=1e-8)
+
+
+def test_independent_verification_keeps_the_constrained_bound(data):
+    """verify='independent' recomputes the objective; D(alpha) would bound only the
+    unconstrained optimum, so the constrained bound stays the strategy's."""
+    X, y, z = data
+    g, eps = fair_row(X, z), 0.02
+    prob = SVM(X, y, C=1.0, constraints=LinearConstraint(g[None], -eps, eps))
+    for strategy, options in (("full", {}), ("aid", AID)):
+        plain = prob.solve(strategy, **options)
+        res = prob.solve(strategy, verify="independent", **options)
+        assert res.extra["bound_source"] == "strategy", strategy
+        assert res.termination is plain.termination, res.raw_status
+        assert res.bound == pytest.approx(plain.bound, rel=1e-12)

@@ -51,6 +51,8 @@ constraints are substituted exactly (powers of two,
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -142,40 +144,58 @@ class ConstrainedSvmQP:
 
     def dual_bound(self, Xbar: np.ndarray, yk: np.ndarray, box: np.ndarray,
                    y: np.ndarray) -> tuple[np.ndarray, float]:
-        """``(alpha, q)``: the margin multipliers made feasible and the Lagrangian dual function
-        q of the QP at them, a lower bound on its optimum by weak duality whatever the
-        solver's accuracy.
+        """``(alpha, q)`` of :func:`lagrangian_bound` for this QP and the row multipliers y."""
+        return lagrangian_bound(Xbar, yk, box, self.hess, self.cons, y)
 
-        With row multipliers (alpha, mu) (alpha_k >= 0 on the margin rows, mu_i > 0 pressing on
-        lo_i, < 0 on hi_i), L = f(x) - alpha'(A_m x - 1) - mu+'(G theta - lo) + mu-'(G theta -
-        hi), and q = min over the bounds of L in closed form: sum_k alpha_k + mu+'lo - mu-'hi +
-        sum_j min_{lb_j <= w_j <= ub_j} (1/2 h_j w_j^2 - r_j w_j) + min_{lb_b <= b <= ub_b}
-        (-r_b b), with r = sum_k alpha_k y_k (xbar_k, 1) + G'mu; xi_k >= 0 is bounded below
-        exactly when alpha_k <= box_k. So alpha is clipped to [0, box], mu loses the parts that
-        press on an infinite side, and where b is unbounded on the side r_b pushes to, the
-        larger class side of alpha is shrunk until r_b = 0 (to round-off, as y'alpha = 0 of
-        unconstrained AID)."""
-        K, p = Xbar.shape
-        cc = self.cons
-        alpha = np.clip(np.nan_to_num(y[:K]), 0.0, box)
-        mu = np.nan_to_num(y[K:]) if cc.m else np.zeros(0)
-        mu = np.where((mu > 0) & np.isfinite(cc.lo) | (mu < 0) & np.isfinite(cc.hi), mu, 0.0)
-        Gmu = cc.G.T @ mu if cc.m else np.zeros(p + 1)
-        alpha = _balance_b(alpha, yk, float(Gmu[p]), cc.lb[p], cc.ub[p])
-        r_w = (alpha * yk) @ Xbar + Gmu[:p]
-        r_b = float(alpha @ yk) + float(Gmu[p])
-        w = np.clip(r_w / self.hess, cc.lb[:p], cc.ub[:p])
-        q = float(alpha.sum())
-        if cc.m:
-            q += float(np.where(mu > 0, mu * np.nan_to_num(cc.lo), 0.0).sum()
-                       + np.where(mu < 0, mu * np.nan_to_num(cc.hi), 0.0).sum())
-        q += float(np.sum(0.5 * self.hess * w * w - r_w * w))
-        side = cc.ub[p] if r_b > 0 else cc.lb[p]
-        if np.isfinite(side):
-            q -= r_b * side
-        elif abs(r_b) > ROUNDOFF * (float(alpha.sum()) + abs(float(Gmu[p]))):
-            q = -np.inf  # b unbounded where r_b pushes it: no bound at these multipliers
-        return alpha, q
+
+def lagrangian_bound(X: Any, yk: np.ndarray, box: np.ndarray, hess: np.ndarray,
+                     cons: CoefConstraints, y: np.ndarray, squared: bool = False
+                     ) -> tuple[np.ndarray, float]:
+    """``(alpha, q)``: the margin multipliers made feasible and the Lagrangian dual function q,
+    at them, of the constrained linear-SVM QP on the rows of X (labels yk, boxes box, Hessian
+    diag(hess) on w)
+
+        min 1/2 sum_j h_j w_j^2 + sum_k box_k xi_k   (squared: box_k xi_k^2, xi free)
+        s.t. y_k (x_k'w + b) + xi_k >= 1,   lo <= G (w, b) <= hi,   lb <= (w, b) <= ub,
+
+    a lower bound on its optimum by weak duality whatever the solver's accuracy. ``y`` holds
+    the row multipliers (the margin rows first) in :mod:`solvers.qp`'s convention.
+
+    With alpha >= 0 on the margin rows and mu_i > 0 pressing on lo_i, < 0 on hi_i,
+    L = f(x) - alpha'(A_m x - 1) - mu+'(G theta - lo) + mu-'(G theta - hi), and q = min of L
+    over the bounds, in closed form: sum_k alpha_k + mu+'lo - mu-'hi
+    + sum_j min_{lb_j <= w_j <= ub_j} (1/2 h_j w_j^2 - r_j w_j) + min_{lb_b <= b <= ub_b} (-r_b b)
+    + (hinge: 0, as xi_k >= 0 is bounded below exactly when alpha_k <= box_k;
+       squared: - sum_k alpha_k^2 / (4 box_k), alpha_k = 0 where box_k = 0),
+    with r = sum_k alpha_k y_k (x_k, 1) + G'mu. So alpha is clipped into its box, mu loses the
+    parts that press on an infinite side, and where b is unbounded on the side r_b pushes to,
+    the larger class side of alpha is shrunk until r_b = 0 (to round-off, as y'alpha = 0 of
+    unconstrained AID; a remainder above it gives q = -inf)."""
+    K, p = X.shape
+    cc = cons
+    upper = np.where(box > 0, np.inf, 0.0) if squared else box
+    alpha = np.clip(np.nan_to_num(y[:K]), 0.0, upper)
+    mu = np.nan_to_num(y[K:]) if cc.m else np.zeros(0)
+    mu = np.where((mu > 0) & np.isfinite(cc.lo) | (mu < 0) & np.isfinite(cc.hi), mu, 0.0)
+    Gmu = cc.G.T @ mu if cc.m else np.zeros(p + 1)
+    alpha = _balance_b(alpha, yk, float(Gmu[p]), cc.lb[p], cc.ub[p])
+    r_w = np.asarray(X.T @ (alpha * yk)).ravel() + Gmu[:p]
+    r_b = float(alpha @ yk) + float(Gmu[p])
+    w = np.clip(r_w / hess, cc.lb[:p], cc.ub[:p])
+    q = float(alpha.sum())
+    if cc.m:
+        q += float(np.where(mu > 0, mu * np.nan_to_num(cc.lo), 0.0).sum()
+                   + np.where(mu < 0, mu * np.nan_to_num(cc.hi), 0.0).sum())
+    q += float(np.sum(0.5 * hess * w * w - r_w * w))
+    if squared:
+        on = box > 0
+        q -= float(np.sum(alpha[on] ** 2 / (4.0 * box[on])))
+    side = cc.ub[p] if r_b > 0 else cc.lb[p]
+    if np.isfinite(side):
+        q -= r_b * side
+    elif abs(r_b) > ROUNDOFF * (float(alpha.sum()) + abs(float(Gmu[p]))):
+        q = -np.inf  # b unbounded where r_b pushes it: no bound at these multipliers
+    return alpha, q
 
 
 def _balance_b(alpha: np.ndarray, yk: np.ndarray, rest: float, lb: float,
@@ -183,7 +203,7 @@ def _balance_b(alpha: np.ndarray, yk: np.ndarray, rest: float, lb: float,
     """alpha with r_b = y'alpha + rest brought to 0 by shrinking one class side
     proportionally, where b is unbounded in the direction r_b pushes it (r_b > 0 needs a
     finite ub, r_b < 0 a finite lb); unchanged otherwise. A side too small leaves it as is
-    (``dual_bound`` then finds r_b above round-off and returns no bound)."""
+    (``lagrangian_bound`` then finds r_b above round-off and returns no bound)."""
     excess = float(yk @ alpha) + rest
     if excess == 0.0 or (excess > 0 and np.isfinite(ub)) or (excess < 0 and np.isfinite(lb)):
         return alpha
