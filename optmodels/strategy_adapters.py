@@ -176,7 +176,9 @@ def needs_loss(strategy: str, loss: str) -> Callable[[Any], str | None]:
             return None
         return (f"Strategy {strategy!r} of svm solves loss={loss!r}; this problem has "
                 f"loss={problem.loss!r}. Use strategy 'full'"
-                + (" or 'newton'" if problem.loss == "squared_hinge" else "") + ", or build "
+                + (" or 'newton'" if problem.loss == "squared_hinge"
+                   and getattr(problem, "coef_constraints", None) is None else "")
+                + ", or build "
                 f"the SVM with loss={loss!r}.")
 
     return refusal

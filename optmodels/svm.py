@@ -554,7 +554,7 @@ class SVM(Problem):
         scaled._scaled_copy = True
         res = scaled.solve_full(solver, **kwargs)
         if res.x is None:
-            return res
+            return self._infeasible_or(res)
         res.x = res.x / a
         b = float(res.extra["b"])
         res.objective = self.primal_objective(res.x, b)
@@ -564,6 +564,20 @@ class SVM(Problem):
         res.extra["data_scale"] = a
         res.extra["train_accuracy"] = self.train_accuracy(res)
         return self.certify(res, tol=kwargs["tol"], failure=TerminationCondition.NUMERICAL_ERROR)
+
+    def _infeasible_or(self, res: SolveResult) -> SolveResult:
+        """A constrained solve without a solution: INFEASIBLE when the constraints' own
+        feasibility LP has a checked Farkas certificate
+        (:meth:`solvers.constraints.CoefConstraints.proven_empty`; the whole QP's certificate
+        from Clarabel carries multipliers of 1e-8 on the margin rows, which the check rejects),
+        else ``res`` as it is."""
+        if res.termination is TerminationCondition.INFEASIBLE or res.termination in USER_LIMITS:
+            return res
+        why = self.coef_constraints.proven_empty()
+        if why is not None:
+            res.termination = TerminationCondition.INFEASIBLE
+            res.raw_status += f"; the constraints admit no (w, b) ({why})"
+        return res
 
     def _solve_full_with(self, solver: str, *, form: str, tol: float, time_limit: float | None,
                          max_iter: int | None, verbose: bool,

@@ -129,6 +129,9 @@ def test_infeasible_constraints_stop_at_once_with_a_checked_certificate(data):
     assert res.termination is TerminationCondition.INFEASIBLE, res.raw_status
     assert res.x is None and res.iterations == 0
     assert "certificate checked" in res.raw_status
+    full = prob.solve()  # the full solve agrees, with the constraints' own certificate
+    assert full.termination is TerminationCondition.INFEASIBLE, full.raw_status
+    assert full.x is None and "certificate checked" in full.raw_status
 
 
 def test_registry_accepts_constrained_hinge_and_refuses_the_rest(data):
@@ -140,6 +143,8 @@ def test_registry_accepts_constrained_hinge_and_refuses_the_rest(data):
         assert "does not take constraints" in hinge[name], name
     squared = accepted(SVM(X, y, loss="squared_hinge", constraints=cons))
     assert "solves loss='hinge'" in squared["aid"]
+    assert "newton" not in squared["aid"]  # newton refuses the constraints too
+    assert "'newton'" in accepted(SVM(X, y, loss="squared_hinge"))["aid"]
     with pytest.raises(DataError, match="solves loss='hinge'"):
         SVM(X, y, loss="squared_hinge", constraints=cons).solve("aid")
 

@@ -306,7 +306,7 @@ class _LinearModel:
         idx = subsample(self.rows.n, SVM_SUBSAMPLE, np.random.default_rng(seed))
         Xs, ys, ss = self.rows.take(idx)
         if self.cqp is not None:  # the fit with the constraints (None if they are infeasible)
-            out = self.cqp.solve(Xs, ys, self.sigma * C * ss)
+            out = self.cqp.solve(Xs, ys, self.sigma * C * ss, tight=False)
         else:
             out = linear_svm_primal(Xs, ys, ss, self.sigma * C, hess=self.hess,
                                     subsolver="clarabel", tol=1e-8)

@@ -115,12 +115,15 @@ class ConstrainedSvmQP:
         )
 
     def solve(self, Xbar: np.ndarray, yk: np.ndarray, box: np.ndarray,
-              time_limit: float | None = None) -> QpOutcome:
+              time_limit: float | None = None, tight: bool = True) -> QpOutcome:
         """Solve and verify (KKT check; INFEASIBLE only with a checked Farkas certificate).
-        ``bound`` of the outcome is the verified dual objective g(y), in these units; an
-        OPTIMAL answer without one becomes NUMERICAL_ERROR (no bound, no certificate)."""
+        ``bound`` of the outcome is the Lagrangian bound of :meth:`dual_bound`, in these
+        units; an OPTIMAL answer without a finite one becomes NUMERICAL_ERROR (no bound, no
+        certificate). ``tight=False`` keeps the backend's default tolerances (the subsample
+        fit that only scores rows for the first clustering)."""
+        options = SUBSOLVER_OPTIONS.get(self.subsolver) if tight else None
         res = solve_qp(self.qp(Xbar, yk, box), self.subsolver, feasible_bounded=False,
-                       time_limit=time_limit, options=SUBSOLVER_OPTIONS.get(self.subsolver))
+                       time_limit=time_limit, options=options)
         out = QpOutcome(res.termination, res.raw_status)
         if res.termination is TerminationCondition.INFEASIBLE and "certificate" not in res.extra:
             return QpOutcome(TerminationCondition.NUMERICAL_ERROR,
