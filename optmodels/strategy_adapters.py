@@ -125,6 +125,22 @@ CONSTRAINT_TOL = 1e-9
 """Largest relative violation of the user's constraints a returned theta may have."""
 
 
+def check_constraints(problem: Any, res: SolveResult, intercept: bool) -> None:
+    """The returned theta = (coefficients, intercept) checked against the user's constraints
+    in the user's units: ``extra["constraint_violation"]``, and NUMERICAL_ERROR (with the
+    violation in ``raw_status``) above :data:`CONSTRAINT_TOL`."""
+    cc = problem.coef_constraints
+    if cc is None or res.x is None:
+        return
+    theta = np.r_[res.x, res.extra["intercept"]] if intercept else np.asarray(res.x)
+    violation = cc.max_violation(theta)
+    res.extra["constraint_violation"] = violation
+    if violation > CONSTRAINT_TOL:
+        res.termination = TerminationCondition.NUMERICAL_ERROR
+        res.raw_status += (f"; the coefficients violate the constraints by {violation:.1e} "
+                           f"(relative), above {CONSTRAINT_TOL:.0e}")
+
+
 @adapter("lad", "aid", "solvers.aid:aid_lad", _LAD_FIXED, opt.AID_LAD)
 def _lad_aid(problem: Any, **options: Any) -> SolveResult:
     from solvers.aid import aid_lad
@@ -139,15 +155,8 @@ def _lad_aid(problem: Any, **options: Any) -> SolveResult:
         constraints=problem.coef_constraints,
         **options,
     )
-    cc = problem.coef_constraints
-    if cc is not None and res.x is not None:  # the returned theta, checked on the user's units
-        theta = np.r_[res.x, res.extra["intercept"]] if problem.fit_intercept else res.x
-        violation = cc.max_violation(theta)
-        res.extra["constraint_violation"] = violation
-        if violation > CONSTRAINT_TOL:
-            res.termination = TerminationCondition.NUMERICAL_ERROR
-            res.raw_status += (f"; the coefficients violate the constraints by {violation:.1e} "
-                               f"(relative), above {CONSTRAINT_TOL:.0e}")
+    if res.x is not None:
+        check_constraints(problem, res, problem.fit_intercept)
     # res.objective is AID's E_best, the objective of the returned beta evaluated on every row
     # (on power-of-two rescaled data, undone exactly); verify (auto) recomputes it
     return res
@@ -167,7 +176,9 @@ def needs_loss(strategy: str, loss: str) -> Callable[[Any], str | None]:
             return None
         return (f"Strategy {strategy!r} of svm solves loss={loss!r}; this problem has "
                 f"loss={problem.loss!r}. Use strategy 'full'"
-                + (" or 'newton'" if problem.loss == "squared_hinge" else "") + ", or build "
+                + (" or 'newton'" if problem.loss == "squared_hinge"
+                   and getattr(problem, "coef_constraints", None) is None else "")
+                + ", or build "
                 f"the SVM with loss={loss!r}.")
 
     return refusal
@@ -186,8 +197,9 @@ def needs_linear_kernel(strategy: str, problem_name: str, why: str,
     return refusal
 
 
-@adapter("svm", "aid", "solvers.aid:aid_svm", {"X", "y", "C", "sample_weight", "kernel"},
-         opt.AID_SVM, refuses=(needs_loss("aid", "hinge"), takes_no_constraints("aid", "svm")))
+@adapter("svm", "aid", "solvers.aid:aid_svm",
+         {"X", "y", "C", "sample_weight", "kernel", "constraints"},
+         opt.AID_SVM, refuses=(needs_loss("aid", "hinge"),))
 def _svm_aid(problem: Any, **options: Any) -> SolveResult:
     from solvers.aid import aid_svm
 
@@ -198,6 +210,7 @@ def _svm_aid(problem: Any, **options: Any) -> SolveResult:
         C=problem.C,
         sample_weight=_svm_weights(problem),
         kernel=kernel,
+        constraints=problem.coef_constraints,
         **options,
     )
     b = res.extra.get("intercept")
@@ -205,6 +218,7 @@ def _svm_aid(problem: Any, **options: Any) -> SolveResult:
     if res.x is not None and kernel is None:
         res.objective = problem.primal_objective(res.x, b)
         res.extra["form"] = "primal"
+        check_constraints(problem, res, True)
     elif res.extra.get("alpha_rows") is not None:
         alpha = res.extra["alpha_rows"]
         res.objective = problem.kernel_primal_objective(alpha, b)

@@ -587,7 +587,7 @@ class SVM(Problem):
         scaled._scaled_copy = True
         res = scaled.solve_full(solver, **kwargs)
         if res.x is None:
-            return res
+            return self._infeasible_or(res)
         b = self._feasible_coefficients(res, res.x / a, float(res.extra["b"]))
         res.objective = self.primal_objective(res.x, b)
         res.bound = None if res.bound is None else float(res.bound) / (a * a)
@@ -646,6 +646,20 @@ class SVM(Problem):
             y[:n] = self.feasible_alpha(y[:n], target=-mu_b)
         bound = separable_dual_bound(qp, y)
         return (bound if np.isfinite(bound) else None), y[:n]
+
+    def _infeasible_or(self, res: SolveResult) -> SolveResult:
+        """A constrained solve without a solution: INFEASIBLE when the constraints' own
+        feasibility LP has a checked Farkas certificate
+        (:meth:`solvers.constraints.CoefConstraints.proven_empty`; the whole QP's certificate
+        from Clarabel carries multipliers of 1e-8 on the margin rows, which the check rejects),
+        else ``res`` as it is."""
+        if res.termination is TerminationCondition.INFEASIBLE or res.termination in USER_LIMITS:
+            return res
+        why = self.coef_constraints.proven_empty()
+        if why is not None:
+            res.termination = TerminationCondition.INFEASIBLE
+            res.raw_status += f"; the constraints admit no (w, b) ({why})"
+        return res
 
     def _solve_full_with(self, solver: str, *, form: str, tol: float, time_limit: float | None,
                          max_iter: int | None, verbose: bool,

@@ -116,6 +116,33 @@ class CoefConstraints:
         r = np.where(peak > 0, 2.0 ** np.round(np.log2(np.where(peak > 0, peak, 1.0))), 1.0)
         return CoefConstraints(self.G / r[:, None], self.lo / r, self.hi / r, self.lb, self.ub)
 
+    def proven_empty(self) -> str | None:
+        """Why the feasible set is empty, when a backend proves it with a Farkas certificate
+        that passes the toolkit's check (:func:`solvers.qp.farkas_ok`), else None (it is
+        nonempty, or nothing was proven).
+
+        The feasibility LP ``min 0 s.t. lo <= G theta <= hi, lb <= theta <= ub`` is solved by
+        HiGHS, then Clarabel. It holds the constraints alone: a certificate for a training
+        model must also price its per-row rows and slacks at zero, where Clarabel leaves
+        multipliers of 1e-8 that the check rightly rejects (AID-SVM's aggregated QP)."""
+        if not self.m:
+            return None  # bounds alone: lb <= ub was checked when the problem was built
+        import scipy.sparse as sp
+
+        from solvers.backend import solve_qp
+        from solvers.qp import QPData
+        from solvers.result import TerminationCondition
+
+        qp = QPData(c=np.zeros(self.k), A=sp.csr_matrix(self.G), row_lo=self.lo,
+                    row_hi=self.hi, col_lo=self.lb, col_hi=self.ub, name="coef_constraints")
+        for backend in ("highs", "clarabel"):
+            res = solve_qp(qp, backend, feasible_bounded=False)
+            if res.termination is TerminationCondition.OPTIMAL:
+                return None
+            if res.termination is TerminationCondition.INFEASIBLE and "certificate" in res.extra:
+                return f"{backend}: {res.raw_status}"
+        return None
+
     def describe(self) -> str:
         """``2 rows (1 equality), bounds on 3 coefficients`` (for messages and summaries)."""
         eq = int(np.count_nonzero(self.lo == self.hi))

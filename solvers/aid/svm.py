@@ -28,6 +28,10 @@ optimal in exact arithmetic. The result is CERTIFIED (solution OPTIMAL) only if 
 ``(E_best - F) / scale <= CERTIFICATE_TOL`` with the natural scale ``scale = sum_i C s_i``
 (P(0, 0)); a sign-pure run failing that check is a NUMERICAL_ERROR, never certified.
 
+With ``constraints`` (linear constraints and bounds on (w, b), linear kernel, in memory) the
+aggregated QP carries the same constraints and its verified dual objective is F^t; why the
+bound and the certificate still hold is in :mod:`solvers.aid.svm_constrained`.
+
 Data far from unit scale is equilibrated by powers of two first (:mod:`solvers.aid.scaling`):
 the columns of X (linear kernel; the Hessian becomes diag(c_j^2)), and, when the mean box
 C s_i is small, the aggregated objective multiplied by sigma >= 1, which brings it near 1 (a
@@ -48,6 +52,7 @@ from solvers.aid.aggregation import aggregate
 from solvers.aid.certificate import pure_verdict
 from solvers.aid.clustering import SVM_METHODS, subsample, svm_clusters
 from solvers.aid.scaling import pow2_factor, worst_scaled
+from solvers.aid.svm_constrained import ConstrainedSvmQP, scaled_svm_constraints
 from solvers.aid.svm_qp import (
     SUBSOLVER_NAMES,
     SUBSOLVERS,
@@ -58,6 +63,7 @@ from solvers.aid.svm_qp import (
     linear_svm_primal,
     project_equalities,
 )
+from solvers.constraints import CoefConstraints
 from solvers.errors import DataError
 from solvers.kernels import Kernel
 from solvers.progress import Progress, verbose_line
@@ -103,6 +109,7 @@ def aid_svm(
     zero_tol: float = 1e-9,
     verbose: bool = False,
     seed: int = 0,
+    constraints: CoefConstraints | None = None,
 ) -> SolveResult:
     """Solve the weighted soft-margin SVM exactly by AID.
 
@@ -141,6 +148,12 @@ def aid_svm(
         Margin values with |1 - y_i f(x_i)| <= zero_tol count as on the margin (either side).
     verbose, seed :
         Progress lines; seed of the subsample / k-means of the initial clustering.
+    constraints : solvers.constraints.CoefConstraints, optional
+        Linear constraints and bounds on theta = (w, b) (linear kernel, X in memory): the
+        aggregated QP keeps them and is solved and verified by :func:`solvers.backend.solve_qp`
+        with ``subsolver`` as the backend; F^t is its verified dual objective
+        (:mod:`solvers.aid.svm_constrained`). An empty feasible set ends the run at once with
+        INFEASIBLE (a Farkas certificate the backend checked).
 
     Returns
     -------
@@ -159,6 +172,7 @@ def aid_svm(
             f"'kernel' must be None (linear) or a solvers.kernels.Kernel; got {kernel!r}."
         )
     f = "aid_svm"
+    _check_constraints(constraints, X, y, sample_weight, init, kernel)
     rows: SvmRows | None = None
     if any_dask(X, y, sample_weight, init):
         rows = _dask_rows(X, y, sample_weight, kernel)
@@ -189,15 +203,25 @@ def aid_svm(
     else:
         init = _check_init(init, y)
 
+    empty = None if constraints is None else constraints.proven_empty()
+    if empty is not None:  # proven (checked Farkas certificate): stop before any iteration
+        return SolveResult(termination=TerminationCondition.INFEASIBLE,
+                           solution_status=SolutionStatus.NO_SOLUTION, iterations=0,
+                           solve_time=time.perf_counter() - t0, solver=subsolver,
+                           raw_status=f"the constraints admit no (w, b) ({empty})",
+                           strategy="aid", scale=C * float(np.sum(s)),
+                           extra=dict(certified=False, history=[]))
     keep = None
     if rows is None:
         keep, X, y, s = _drop_zero_weights(X, y, s, kernel)
         rows = SvmRows(X if kernel is None else np.zeros((y.shape[0], 0)), y, s)
-    sigma = max(float(pow2_factor(C * rows.weight_mean())[0]), 1.0)  # small boxes only
+    sigma = float(pow2_factor(C * rows.weight_mean())[0])
+    if constraints is None:  # small boxes only (a large C is left alone, see above)
+        sigma = max(sigma, 1.0)
     if kernel is not None:
         model: _LinearModel | _KernelModel = _KernelModel(X, rows, kernel, sigma)
     else:
-        model = _LinearModel(rows, subsolver, sigma)
+        model = _LinearModel(rows, subsolver, sigma, constraints)
     if isinstance(init, str):
         labels0 = model.initial_labels(K0, init, C, seed)
     else:
@@ -207,6 +231,28 @@ def aid_svm(
     st = _run(model, agg, C, gap_tol, max_iter, time_limit, split == "refine",
               zero_tol, verbose, t0, scale)
     return _result(st, agg, keep, n, kernel, subsolver, t0, scale, model)
+
+
+def _check_constraints(constraints: Any, X: Any, y: Any, sample_weight: Any, init: Any,
+                       kernel: Kernel | None) -> None:
+    """DataError unless ``constraints`` is None or a CoefConstraints on (w, b) of a linear SVM
+    held in memory."""
+    if constraints is None:
+        return
+    if not isinstance(constraints, CoefConstraints):
+        raise DataError("'constraints' of aid_svm must be a solvers.constraints.CoefConstraints "
+                        "(SVM(..., constraints=..., bounds=...) builds one); got "
+                        f"{type(constraints).__name__}.")
+    if kernel is not None:
+        raise DataError(f"'constraints' of aid_svm act on the linear SVM's (w, b); got "
+                        f"kernel={kernel.name!r}. Use kernel=None (linear).")
+    if any_dask(X, y, sample_weight, init):
+        raise DataError("Constraints on the coefficients need the data in memory; pass "
+                        "X.compute(), y.compute().")
+    p = np.shape(X)[1] if np.ndim(X) == 2 else -1
+    if constraints.k != p + 1:
+        raise DataError(f"'constraints' of aid_svm are on {constraints.k} coefficients; X has "
+                        f"{p} columns, so (w, b) has {p + 1}.")
 
 
 def _dask_rows(X: Any, y: Any, sample_weight: Any, kernel: Kernel | None) -> SvmRows:
@@ -240,12 +286,15 @@ class _LinearModel:
     with the objective times sigma (Hessian sigma c^2, costs sigma C W_k). ``rows`` holds
     (X', y, s) in memory (:class:`solvers.rows.SvmRows`) or on Dask (its twin)."""
 
-    def __init__(self, rows: SvmRows, subsolver: str, sigma: float) -> None:
+    def __init__(self, rows: SvmRows, subsolver: str, sigma: float,
+                 constraints: CoefConstraints | None = None) -> None:
         self.col = rows.column_factors()
         self.rows = rows.scaled(self.col)
         self.subsolver = subsolver
         self.sigma = sigma
         self.hess = sigma * self.col**2
+        self.cqp = (None if constraints is None else ConstrainedSvmQP(
+            self.hess, scaled_svm_constraints(constraints, self.col), subsolver))
 
     def initial_labels(self, K0: int, method: str, C: float, seed: int) -> Any:
         """``svm_clusters`` of X' ("band" and "quantile" score by a subsample fit)."""
@@ -256,8 +305,11 @@ class _LinearModel:
         """The margin values 1 - y_i (x'_i w' + b) of a fit on a subsample of the rows."""
         idx = subsample(self.rows.n, SVM_SUBSAMPLE, np.random.default_rng(seed))
         Xs, ys, ss = self.rows.take(idx)
-        out = linear_svm_primal(Xs, ys, ss, self.sigma * C, hess=self.hess,
-                                subsolver="clarabel", tol=1e-8)
+        if self.cqp is not None:  # the fit with the constraints (None if they are infeasible)
+            out = self.cqp.solve(Xs, ys, self.sigma * C * ss, tight=False)
+        else:
+            out = linear_svm_primal(Xs, ys, ss, self.sigma * C, hess=self.hess,
+                                    subsolver="clarabel", tol=1e-8)
         if out.w is None:  # only the initial clustering suffers: score every row alike (1)
             return self.rows.margins(np.zeros(self.rows.p), 0.0)
         return self.rows.margins(out.w, out.b)
@@ -265,6 +317,12 @@ class _LinearModel:
     def solve(self, agg, yk, C, time_limit) -> tuple[QpOutcome, Any, float, float]:
         """The outcome, the solution ``(w, b, w')``, 1/2 ||w||^2 and the dual bound F^t."""
         Xbar = agg.SX / agg.W[:, None]
+        if self.cqp is not None:  # F^t: the constrained QP's verified dual objective
+            out = self.cqp.solve(Xbar, yk, self.sigma * C * agg.W, time_limit)
+            if out.w is None or out.bound is None:
+                return out, None, np.nan, -np.inf
+            w = self.col * out.w
+            return out, (w, out.b, out.w), 0.5 * float(w @ w), out.bound / self.sigma
         out = linear_svm_primal(Xbar, yk, agg.W, self.sigma * C, hess=self.hess,
                                 subsolver=self.subsolver, time_limit=time_limit)
         if out.w is None or out.alpha is None:
@@ -305,6 +363,7 @@ class _KernelModel:
     solved for alpha' = sigma alpha (Hessian Qbar / sigma, box sigma C W_k)."""
 
     subsolver = "clarabel"
+    cqp = None  # constraints act on a linear SVM's (w, b) only
 
     def __init__(self, X: np.ndarray, rows: SvmRows, kernel: Kernel, sigma: float) -> None:
         self.X = X
@@ -407,6 +466,13 @@ def _run(model, agg, C, gap_tol, max_iter, time_limit, refine, tol, verbose, t0,
         if out.termination in USER_STOPS:  # the user's time limit or Ctrl-C: keep the best
             st["termination"] = out.termination
             st["raw"] = f"aggregated QP of iteration {it}: {out.raw}"
+            break
+        if out.termination is TerminationCondition.INFEASIBLE and model.cqp is not None:
+            # only a constrained QP can be infeasible, and only with a Farkas certificate the
+            # backend checked: it shares the user's feasible set, which is empty
+            st["termination"] = TerminationCondition.INFEASIBLE
+            st["raw"] = (f"the constraints admit no (w, b): the aggregated QP of iteration "
+                         f"{it} is infeasible ({out.raw})")
             break
         _check_qp(out, sol, it, model, C)
         hinge, mixed, state = model.evaluate(sol, agg, tol)

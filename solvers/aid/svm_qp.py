@@ -55,13 +55,15 @@ def _clarabel_settings(tol: float, time_limit: float | None) -> clarabel.Default
 class QpOutcome:
     """One aggregated solve: the termination (through the backend's status map), the raw
     status name, and the solution when the solver returned one: ``w``, ``b`` (linear primal) and
-    ``alpha`` (the margin-row multipliers, or the dual variables of the kernel dual)."""
+    ``alpha`` (the margin-row multipliers, or the dual variables of the kernel dual); ``bound``
+    is the verified dual objective of a constrained QP (:mod:`solvers.aid.svm_constrained`)."""
 
     termination: TerminationCondition
     raw: str
     w: np.ndarray | None = None
     b: float = 0.0
     alpha: np.ndarray | None = None
+    bound: float | None = None
 
 
 def feasible_alpha(alpha: np.ndarray, yk: np.ndarray, box: np.ndarray) -> np.ndarray:
