@@ -56,7 +56,7 @@ TOL_FLOOR = 1e-12
 
 REFINE_SAFETY = 0.5
 """A predicted refinement tolerance (``refine_loop(predict=True)``) aims at this share of the gap
-allowance: the SVM's gap / violation ratio varied by up to 1.5x between rounds on the runs
+allowance: the SVM's gap / violation ratio varied by up to 1.7x over the rounds on the runs
 measured (banana, breast cancer, clouds; C from 1 to 1e4)."""
 
 REFINE_REACH = REFINE_FACTOR ** REFINE_ROUNDS
@@ -263,8 +263,8 @@ class Certificate:
         :attr:`solution_allowance`).
 
         The SVM's gap is a sum of KKT violations weighted by C_i or alpha_i, so near the optimum
-        it falls in proportion to the maximal violation (G / violation stayed within 1.5x from
-        round to round on every run measured, over six decades): the round asks for
+        it falls in proportion to the maximal violation (G / violation stayed within 1.7x over
+        the rounds of every run measured, over six decades): the round asks for
         ``REFINE_SAFETY * violation * A / G``, at least a factor REFINE_FACTOR below ``tol`` (as
         the fixed schedule) and at most REFINE_REACH below it, not below TOL_FLOOR. One round
         then usually suffices where the fixed schedule ran three (its last one overshooting by
