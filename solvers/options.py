@@ -281,8 +281,9 @@ _WORKING_SET = Option(
 _Q = Option("q", "int", 10, "working-set size of the block subproblems", "q", low=2)
 _SMO_TOL = "stop when max_{I_up} m - min_{I_low} m <= tol"
 _REFINE = Option("refine", "bool", True,
-                 "after tol is met, continue with tol / 10 (a few rounds) until the relative "
-                 "duality gap is within the certificate tolerance; OPTIMAL only then")
+                 "after tol is met, continue with tighter tolerances (tol / 10 a round; the SVM "
+                 "by SMO: the tol predicted from the gap) until the certificate holds; OPTIMAL "
+                 "only then")
 
 SMO_SVM = table(
     _tol(1e-3, _SMO_TOL, "tau"), _CACHE_MB, _SHRINKING,

@@ -172,9 +172,10 @@ class DualSolution:
     iterations, then the final violation over all variables. ``time``: seconds since the
     solve's start (``solve_dual(progress=...)``'s start, else the call's); ``objective``: f(alpha)
     as the loop keeps it, step by step (the last entry's: the exact f(alpha))."""
-    cache: ColumnCache | None = dataclasses.field(default=None, repr=False)
-    """The column cache and G_bar at the end of the run (pass to a continuation's
-    ``solve_dual(cache=...)``)."""
+    cache: object | None = dataclasses.field(default=None, repr=False)
+    """What a continuation reuses (pass it to its ``solve_dual(cache=...)``): the pairwise
+    loop's :class:`ColumnCache` (columns and G_bar), the batched loop's
+    :class:`~solvers.smo.batched.GbarCarry` (G_bar where known)."""
     gap_stopped: bool = False
     """The run stopped on its gap estimate (``solve_dual(gap_scale=...)``) before ``tol``."""
     time_limited: bool = False
@@ -225,7 +226,7 @@ def _cache_storage(kind: int, n: int, cache_dtype: str, cache_mb: float) -> tupl
 class ColumnCache:
     """The compiled loop's column cache and G_bar, handed from one run to its continuation.
 
-    A refinement round (``tol / 10`` after ``tol``) continues from the previous run's alpha; with
+    A refinement round (a tighter tol after ``tol``) continues from the previous run's alpha; with
     this it also keeps the cached kernel columns and G_bar = sum_{t at a bound} alpha_t Q_:t
     instead of recomputing them (at n = 10^4 the restart cost about as many kernel entries as
     the whole first run). The columns depend only on Q; G_bar only on alpha, so it is reused
@@ -377,13 +378,14 @@ def solve_dual(
     shrinking: bool = True,
     cache_dtype: str = "auto",
     verbose: bool = False,
-    cache: ColumnCache | None = None,
+    cache: object | None = None,
     working_set: int = 2,
     gap_scale: float = 0.0,
     gap_rel: float = GAP_REL,
     time_limit: float | None = None,
     progress: Progress | None = None,
     offset: int = 0,
+    resume: bool = False,
 ) -> DualSolution:
     """Minimise 1/2 a'Qa + p'a + sum h_i(a_i) s.t. y'a = 0, l <= a <= u by SMO.
 
@@ -423,8 +425,8 @@ def solve_dual(
     working_set : int
         q = 2: this module's pairwise SMO (LIBSVM's). q > 2: the batched solver of
         :mod:`solvers.smo.batched` (q variables per outer step, their q columns of Q in one
-        pass over the data; ``shrinking`` on the active rows, ``cache`` unused);
-        :func:`auto_working_set` picks q.
+        pass over the data; ``shrinking`` on the active rows, ``cache`` its
+        :class:`~solvers.smo.batched.GbarCarry`); :func:`auto_working_set` picks q.
     gap_scale : float
         KLR only (``entropy_C`` given): > 0 also stops the run once the duality gap at the
         midpoint b, checked every few steps, is within GAP_STOP_SHARE * CERTIFICATE_TOL of the
@@ -444,6 +446,15 @@ def solve_dual(
         history's times count from its start.
     offset : int
         Iterations done before this run (a continuation's), for the progress lines.
+    resume : bool
+        The run continues a converged run (a refinement round, from the alpha where a run at a
+        looser tol stopped): that run's final check made every variable active and verified
+        them all, so the first shrinking check comes before the first step rather than after
+        min(n, 1000) steps (LIBSVM's counter; else the first thousand steps of each round ran
+        on all n rows), and there is no early un-shrink at 10 tol (LIBSVM's guard against
+        variables shrunk far from the optimum; the final un-shrink check still runs). The
+        steps are those of a fresh run: shrinking only leaves out variables that the selection
+        would not pick.
 
     Ctrl-C stops the compiled loop within 1000 pair steps; the solution then has
     ``interrupted`` set (:mod:`solvers.interrupt`).
@@ -456,7 +467,8 @@ def solve_dual(
             qmat, y, lower, upper, linear, entropy_C=entropy_C, alpha0=alpha0, qa0=qa0, tol=tol,
             max_iter=max_iter, working_set=working_set, cache_dtype=cache_dtype,
             cache_mb=getattr(qmat, "cache_mb", 200.0), shrinking=shrinking, verbose=verbose,
-            gap_scale=gap_scale, gap_rel=gap_rel, progress=progress, offset=offset)
+            gap_scale=gap_scale, gap_rel=gap_rel, progress=progress, offset=offset,
+            resume=resume, cache=cache)
     y = np.ascontiguousarray(y, dtype=float)
     lo = np.ascontiguousarray(lower, dtype=float)
     up = np.ascontiguousarray(upper, dtype=float)
@@ -473,7 +485,7 @@ def solve_dual(
         grad += entropy_terms(alpha, cent, beta)[1]
     spec = qmat.compiled_spec()
     qd = np.ascontiguousarray(qmat.diag(), dtype=float)
-    if cache is None or not cache.fits(qmat, cache_dtype):
+    if not isinstance(cache, ColumnCache) or not cache.fits(qmat, cache_dtype):
         cache = ColumnCache.empty(qmat, y.size, cache_dtype)
     warm = cache.gbar_for(alpha, lo, up)
     if spec.kind != KIND_MATRIX:
@@ -489,7 +501,7 @@ def solve_dual(
         cache.columns, y, lo, up, lin, cent, qd, ent, alpha, beta, grad, cache.gbar, warm,
         float(tol), int(max_iter), bool(shrinking), bool(verbose), trace_it, trace_v, trace_t,
         trace_f, gap_scale, float(gap_rel), float(time_limit) if time_limit is not None else 0.0,
-        report, progress.poll if progress is not None else 0.0, True,
+        report, progress.poll if progress is not None else 0.0, True, bool(resume),
     )
     cache.ended_at(alpha, lo, up)
     m_up, m_low = index_set_extremes(alpha, grad, y, lo, up)

@@ -11,10 +11,15 @@ minimises the primal P(w(alpha), b) at the final alpha (a weighted median of m_t
 variables is kept as ``extra['b_free_average']``.
 
 "Optimal" means certified: SMO first stops at its own rule (violation <= ``tol``); if the
-relative duality gap (P(w(alpha), b) - D(alpha)) / sum_i C_i is then above
-:data:`solvers.result.CERTIFICATE_TOL`, it continues warm-started with ``tol / 10`` (at most
-:data:`~solvers.smo.certificate.REFINE_ROUNDS` times, ``refine=True``). The result is OPTIMAL
-only when the gap is within CERTIFICATE_TOL, else CONVERGED; ``extra['stopping_rule']`` records
+certificate (the relative duality gap (P(w(alpha), b) - D(alpha)) / scale within
+:data:`solvers.result.CERTIFICATE_TOL`, and the solution rule) does not hold then, it continues
+warm-started (``refine=True``, at most :data:`~solvers.smo.certificate.REFINE_ROUNDS` times)
+with the tolerance predicted to make it hold: the gap falls in proportion to the violation, so
+the round asks for half the violation at which the measured gap / violation ratio meets the
+allowance, at least ``tol / 10`` (:meth:`~solvers.smo.certificate.Certificate.next_tol`; one
+round sufficed on every run measured). A round resumes the previous one: its column cache and
+G_bar (pairwise), its known G_bar (batched), and its shrinking from the first step. The result
+is OPTIMAL only when the certificate holds, else CONVERGED; ``extra['stopping_rule']`` records
 the violation, the tolerance finally met, the refinements and the gap.
 """
 
@@ -187,7 +192,8 @@ def smo_svm(
                                      cache_dtype=cache_dtype, verbose=verbose,
                                      cache=None if prev is None else prev.cache,
                                      working_set=q, progress=progress,
-                                     offset=sum(r.iterations for r in rounds_run)))
+                                     offset=sum(r.iterations for r in rounds_run),
+                                     resume=prev is not None))
         return rounds_run[-1]
 
     def certificate(s: DualSolution) -> Certificate:
@@ -198,7 +204,8 @@ def smo_svm(
                         violation=s.violation)
         return cert
     first = run(None, tol, max_iter)
-    sol, cert, tol_met, rounds, iters = refine_loop(run, certificate, first, tol, max_iter, refine)
+    sol, cert, tol_met, rounds, iters = refine_loop(run, certificate, first, tol, max_iter, refine,
+                                                    predict=True)
     progress.done(iters, sol.objective, cert.gap, violation=sol.violation)
     b = cert.b
     alpha = np.zeros(n)

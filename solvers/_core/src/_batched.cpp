@@ -38,12 +38,14 @@
 // the baseline target, where no FMA exists, so nothing is contracted there either.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/tuple.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -394,6 +396,9 @@ struct Settings {
   double gap_rel = 0.0;
   double report_every = 0.25;  // seconds between the progress report's calls (progress.hpp)
   bool track = false;          // keep f(alpha) up to date (the trace's objective, the reports)
+  // The run resumes a converged one (a refinement round): the first shrinking check before the
+  // first outer step, and no early un-shrink at 10 tol (its final check verified every row).
+  bool resume = false;
 };
 
 // The problem's per-variable arrays (length n).
@@ -402,6 +407,11 @@ struct Problem {
   const double *lo, *up, *lin, *cent, *qd;
   bool ent;
   double *alpha, *beta, *grad;  // updated in place
+  // G_bar carried between runs (a refinement round continues where the last run stopped), or
+  // null: in, G_bar_t of the rows where it is known for alpha (NaN elsewhere), taken by a
+  // shrink before the first outer step instead of being computed; out, G_bar_t of the rows
+  // where it is known at the end (shrunk then, or un-shrunk by the final check), NaN elsewhere.
+  double* gbar_io = nullptr;
 };
 
 struct Result {
@@ -795,6 +805,12 @@ Result BatchedSolver<T>::run() {
   gather();
   gbar.assign(n, 0.0);
   gbar_at.assign(n, -1);
+  if (P.gbar_io && shrinking)  // known at the start: as if un-shrunk at stamp 0 (outer 0)
+    for (long t = 0; t < n; ++t)
+      if (std::isfinite(P.gbar_io[t])) {
+        gbar[t] = P.gbar_io[t];
+        gbar_at[t] = 0;
+      }
   if (track) {  // f(alpha) from the complete gradient at the start; each step adds its change
     fval = 0.0;
     for (long t = 0; t < n; ++t) {
@@ -807,7 +823,7 @@ Result BatchedSolver<T>::run() {
       fval += 0.5 * a * g + P.lin[t] * a;
     }
   }
-  bool unshrunk = false, rebuild = false;
+  bool unshrunk = S.resume, rebuild = false;
   i64 last_check = 0, evals_bar = 0;
   Result res;
   i64& outer = res.outer;
@@ -815,6 +831,7 @@ Result BatchedSolver<T>::run() {
   i64& evals = res.evals;
   std::vector<char> keepm;
   const i64 check_every = std::min<i64>(n, S.shrink_every);
+  if (S.resume) last_check = -check_every;
   for (;;) {
     double gmax = -INF, gmin = INF;
     const bool check = shrinking && steps - last_check >= check_every;
@@ -988,6 +1005,11 @@ Result BatchedSolver<T>::run() {
     print(nb::make_tuple("smo: kernel entries", evals, "of which G_bar updates", evals_bar));
   }
   scatter();
+  if (P.gbar_io) {  // G_bar where known for the final alpha: un-shrunk since the last step
+    for (long t = 0; t < n; ++t)
+      P.gbar_io[t] = shrinking && gbar_at[t] == outer ? gbar[t] : std::numeric_limits<double>::quiet_NaN();
+    for (size_t r = 0; r < inact.size(); ++r) P.gbar_io[inact[r]] = bI[r];  // or shrunk now
+  }
   if (n_act() < n) {
     evals += shrunk_gradient();
     ++res.rebuilds;
@@ -1032,10 +1054,13 @@ std::tuple<i64, i64, int, i64, i64, double, double> batched_loop(int kind, Mat X
                                                  VecOut alpha, VecOut beta, VecOut grad,
                                                  Arr<T, nb::ndim<2>> Kc,
                                                  Arr<double, nb::ndim<2>> trace,
-                                                 const Settings& settings, nb::object report) {
+                                                 const Settings& settings, nb::object report,
+                                                 std::optional<VecOut> gbar) {
   if (trace.shape(1) != 4) throw std::invalid_argument("trace must have 4 columns");
+  if (gbar && gbar->shape(0) != y.shape(0)) throw std::invalid_argument("gbar must have length n");
   Problem pr{kernel_data(kind, XT, sqn, gamma, coef0, degree, y), lo.data(), up.data(), lin.data(),
-             cent.data(), qd.data(), ent, alpha.data(), beta.data(), grad.data()};
+             cent.data(), qd.data(), ent, alpha.data(), beta.data(), grad.data(),
+             gbar ? gbar->data() : nullptr};
   BatchedSolver<T> solver(pr, settings, Kc.data(), static_cast<long>(Kc.shape(0)),
                           static_cast<long>(Kc.shape(1)), trace.data(),
                           static_cast<long>(trace.shape(0)), report.ptr());
@@ -1084,7 +1109,8 @@ void bind_typed(nb::module_& m) {
   m.def("batched_loop", &batched_loop<T>, "kind"_a, "XT"_a, "sqn"_a, "gamma"_a, "coef0"_a,
         "degree"_a, "y"_a, "lo"_a, "up"_a, "lin"_a, "cent"_a, "qd"_a, "ent"_a,
         "alpha"_a.noconvert(), "beta"_a.noconvert(), "grad"_a.noconvert(), "Kc"_a.noconvert(),
-        "trace"_a.noconvert(), "settings"_a, "report"_a.none() = nb::none());
+        "trace"_a.noconvert(), "settings"_a, "report"_a.none() = nb::none(),
+        "gbar"_a.noconvert().none() = nb::none());
   m.def("fill_and_update", &fill_and_update_py<T>, "kind"_a, "XT"_a, "sqn"_a, "gamma"_a,
         "coef0"_a, "degree"_a, "y"_a, "cols"_a, "slots"_a, "nfill"_a, "Kc"_a.noconvert(),
         "grad"_a.noconvert(), "gslots"_a, "d"_a, "nnz"_a);
@@ -1111,7 +1137,8 @@ NB_MODULE(_batched, m) {
       .def_rw("gap_scale", &Settings::gap_scale)
       .def_rw("gap_rel", &Settings::gap_rel)
       .def_rw("report_every", &Settings::report_every)
-      .def_rw("track", &Settings::track);
+      .def_rw("track", &Settings::track)
+      .def_rw("resume", &Settings::resume);
   bind_typed<double>(m);
   bind_typed<float>(m);
   m.def("ranked", &ranked_py, "key"_a, "k"_a,

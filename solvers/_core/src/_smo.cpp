@@ -236,6 +236,10 @@ struct SolverOptions {
   PyObject* report = nullptr;  // progress.hpp: Reporter's Python function, or None / null
   double report_every = 0.25;  // seconds between its calls
   bool track = false;          // keep f(alpha) up to date (the trace's objective, the reports)
+  // The run resumes a converged one (a refinement round at a tighter tol): its final check
+  // made every variable active and verified them all, so the first shrinking check comes
+  // before the first step (not after min(n, 1000)) and there is no early un-shrink at 10 tol.
+  bool resume = false;
 };
 
 // (iteration, violation on the active set, seconds since the start, f(alpha) or NaN when not
@@ -492,9 +496,9 @@ Outcome Solver<T>::run() {
   const double* y = pb_.y;
   const double* qd = pb_.qd;
   int64_t it = 0, status = STATUS_CONVERGED, n_trace = 0, next_trace = 1;
-  bool unshrunk = false, just_rebuilt = false;
+  bool unshrunk = opt_.resume, just_rebuilt = false;
   double min_curv = inf;
-  int64_t counter = std::min<int64_t>(n_, 1000) + 1;
+  int64_t counter = opt_.resume ? 1 : std::min<int64_t>(n_, 1000) + 1;
   const int64_t gap_every = std::min(n_, GAP_EVERY_PAIRS);
   int64_t gap_next = gap_every;
   const KlrArrays klr{n_, y, st_.alpha, st_.beta, st_.grad, pb_.lin, pb_.lo, pb_.up, pb_.cent};
@@ -739,7 +743,7 @@ NB_MODULE(_smo, m) {
          Vec alpha, Vec beta, Vec grad, Vec gbar, bool warm, double tol, int64_t max_iter,
          bool shrinking, bool verbose, IVec trace_it, Vec trace_v, Vec trace_t, Vec trace_f,
          double gap_scale, double gap_rel, double time_limit, nb::object report,
-         double report_every, bool track) {
+         double report_every, bool track, bool resume) {
         const size_t n = y.shape(0);
         for (size_t len : {lo.shape(0), up.shape(0), lin.shape(0), cent.shape(0), qd.shape(0),
                            alpha.shape(0), beta.shape(0), grad.shape(0), gbar.shape(0)})
@@ -765,6 +769,7 @@ NB_MODULE(_smo, m) {
         opt.report = report.ptr();
         opt.report_every = report_every;
         opt.track = track || verbose || !report.is_none();
+        opt.resume = resume;
         Trace tr{trace_it.data(), trace_v.data(), trace_t.data(), trace_f.data(),
                  static_cast<int64_t>(trace_it.shape(0))};
         Outcome o;
@@ -784,12 +789,13 @@ NB_MODULE(_smo, m) {
       nb::arg("shrinking"), nb::arg("verbose"), nb::arg("trace_it"), nb::arg("trace_v"),
       nb::arg("trace_t"), nb::arg("trace_f"), nb::arg("gap_scale"), nb::arg("gap_rel"),
       nb::arg("time_limit"), nb::arg("report").none(), nb::arg("report_every"),
-      nb::arg("track"),
+      nb::arg("track"), nb::arg("resume") = false,
       "Run SMO in place on alpha, beta (= C - alpha), grad, gbar; returns (iterations, status, "
       "reconstructions, kernel entries computed, the most negative kernel curvature "
       "K_ii + K_jj - 2 K_ij its scans met (+inf if none), f(alpha) tracked step by step (NaN "
       "unless track, verbose or report)). report(iteration, f, violation, active) is called "
-      "about every report_every seconds (progress.hpp).");
+      "about every report_every seconds (progress.hpp). resume: the run continues a converged one (a refinement "
+      "round): the first shrinking check before the first step, no early un-shrink.");
 
   m.def(
       "klr_gap",
