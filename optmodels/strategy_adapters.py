@@ -111,11 +111,29 @@ def takes_no_constraints(strategy: str, problem_name: str) -> Callable[[Any], st
         cc = getattr(problem, "coef_constraints", None)
         if cc is None:
             return None
+        takers = constraint_takers(problem) or ["full"]
+        names = " or ".join(repr(n) for n in takers)
+        verb = "carries" if len(takers) == 1 else "carry"
         return (f"Strategy {strategy!r} of {problem_name} does not take constraints on the "
                 f"coefficients (this problem has {cc.describe()}): it would solve the model "
-                "without them. Use strategy 'full', which solves the constrained model.")
+                f"without them. Use strategy {names}, which {verb} them.")
 
+    refusal.drops_constraints = True  # type: ignore[attr-defined]
     return refusal
+
+
+def constraint_takers(problem: Any) -> list[str]:
+    """The strategies of ``problem``'s kind that carry its constraints and accept it (no
+    refusal of theirs drops constraints, and none refuses this problem otherwise)."""
+    from optmodels.strategies import get_strategy, strategies_for
+
+    out = []
+    for name in strategies_for(problem.NAME):
+        entry = get_strategy(problem.NAME, name)
+        if not any(getattr(r, "drops_constraints", False) for r in entry.refuses) \
+                and entry.refusal(problem) is None:
+            out.append(name)
+    return out
 
 
 # ---- LAD ----------------------------------------------------------------------------------------
