@@ -68,7 +68,7 @@ from solvers import interrupt
 from solvers.aid.aggregation import Aggregate, aggregate, split_by_rule
 from solvers.aid.certificate import pure_verdict
 from solvers.aid.clustering import LAD_METHODS, lad_clusters, pk_start
-from solvers.aid.constrained import ConstrainedLadLP, scaled_constraints
+from solvers.aid.constrained import ConstrainedDualLP, ConstrainedLadLP, scaled_constraints
 from solvers.aid.fn_lp import IpmLadLP, heavy_clusters
 from solvers.aid.lad_lp import (
     AggregatedLadLP,
@@ -168,8 +168,8 @@ def aid_lad(
     max_iter, time_limit : int, float or None
         Limits; hitting one gives ITERATION_LIMIT / TIME_LIMIT and a FEASIBLE solution.
     warm_start : bool
-        ``lp="simplex"``: keep the HiGHS model and basis between iterations (append split
-        clusters as columns).
+        ``lp="simplex"`` or ``constraints``: keep the HiGHS model and basis between iterations
+        (append split clusters as columns).
     split : {"auto", "refine", "sign", "near"}
         "sign": a mixed cluster splits into {r > 0} and {r <= 0} (the paper's rule);
         "refine": each of the two halves is halved again at its mean |r|, which isolates the
@@ -206,10 +206,11 @@ def aid_lad(
         keep it).
     constraints : solvers.constraints.CoefConstraints, optional
         Linear constraints and bounds on (beta, beta0) (in memory only): the aggregated LP
-        carries them and is solved in primal form by HiGHS, cold each iteration, its verified
-        dual objective the bound F; the certificate holds unchanged
-        (:mod:`solvers.aid.constrained`). ``init="auto"`` is then "band", ``split="auto"``
-        "refine", and ``lp``, ``warm_start``, ``sift`` do not apply.
+        carries them; with ``warm_start`` its dual form is kept in one HiGHS model between
+        iterations (dual simplex from the last basis), without it the primal form is solved
+        cold; either way the bound F is the dual objective verified on the primal form and
+        the certificate holds unchanged (:mod:`solvers.aid.constrained`). ``init="auto"`` is
+        then "band", ``split="auto"`` "refine", and ``lp``, ``sift`` do not apply.
 
     Returns
     -------
@@ -223,7 +224,8 @@ def aid_lad(
         E is exact in exact arithmetic (the proven-pure clusters from their sums) and E_best,
         taken only from passes over every row, is not updated), n_clusters_final, labels (the
         final cluster of each row, -1 for rows of weight 0), lp_time, scaling (the power-of-two
-        factors: ``X_columns``, ``y``, ``sample_weight``).
+        factors: ``X_columns``, ``y``, ``sample_weight``); with constraints and ``warm_start``,
+        lp_fallbacks (iterations whose dual form was re-solved in primal form).
     """
     t0 = time.perf_counter()
     f = "aid_lad"
@@ -264,7 +266,7 @@ def aid_lad(
         lp = "simplex"  # for _resolve_auto: the band start and the refine split
     init, lp, split = _resolve_auto(init, lp, check_choice(split, "split", f, SPLIT_RULES))
     if constraints is not None:
-        lp, warm_start, sift = "constrained", False, False
+        lp, sift = "constrained", False
     quantile = check_quantile(quantile)
     if not isinstance(fit_intercept, (bool, np.bool_)):
         raise ValueError(f"'fit_intercept' must be True or False; got {fit_intercept!r}.")
@@ -474,7 +476,8 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
     unit, scale_s, abs_y = sc.unit, scale * sc.unit, data.abs_y
     box = quantile_box(quantile)
     if lp_solver == "constrained":
-        lp = ConstrainedLadLP(_with_intercept(agg, fit_intercept), agg.SY, box, constraints)
+        kind = ConstrainedDualLP if warm_start else ConstrainedLadLP
+        lp = kind(_with_intercept(agg, fit_intercept), agg.SY, box, constraints)
     elif lp_solver == "ipm":
         kind, sift = IpmLadLP, False
         lp = IpmLadLP(_with_intercept(agg, fit_intercept), agg.SY, box=box, weights=agg.W,
@@ -556,7 +559,7 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
         sums = (_with_intercept(agg, fit_intercept), agg.SY)
         if lp_solver == "ipm":
             lp.weights = agg.W
-        if lp_solver == "constrained":
+        if lp_solver == "constrained" and not warm_start:
             lp.rebuild(*sums)
         elif warm_start:
             if sift:
@@ -565,6 +568,7 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
         else:
             lp.rebuild(*sums)
     st["iterations"] = len(st["history"])
+    st["lp_fallbacks"] = getattr(lp, "fallbacks", None)
     last = st["history"][-1] if st["history"] else {}
     progress.done(st["iterations"], last.get("E_best"), last.get("gap"),
                   status=st["termination"].value)
@@ -751,6 +755,8 @@ def _result(st, agg, keep, n, fit_intercept, t0, sc, scale) -> SolveResult:
     extra.update(intercept=b if fit_intercept else 0.0, E_best=E, F=F, gap=res.gap,
                  certified=res.termination is TerminationCondition.CERTIFIED,
                  n_clusters_final=agg.n_clusters, labels=labels, lp_time=st["lp_time"])
+    if st.get("lp_fallbacks") is not None:  # the constrained dual form's cold primal re-solves
+        extra["lp_fallbacks"] = st["lp_fallbacks"]
     return res
 
 
