@@ -56,6 +56,16 @@ def reference(data):
     return prob.value, b.value, b0.value
 
 
+def _aggregated(data):
+    """The dual form of one aggregated LP (400 clusters of 10 consecutive rows), unsolved."""
+    X, y = data
+    rows, bounds = _constraints(1.0)
+    cc = LAD(X, y, quantile=TAU, constraints=rows, bounds=bounds).coef_constraints
+    SXa = np.column_stack([X, np.ones(4000)]).reshape(400, 10, 6).sum(axis=1)
+    SY = y.reshape(400, 10).sum(axis=1)
+    return ConstrainedDualLP(SXa, SY, (-2 * (1 - TAU), 2 * TAU), cc), SXa, SY, cc
+
+
 @pytest.mark.parametrize("warm_start", [True, False])
 @pytest.mark.parametrize("scale", [1e-10, 1.0, 1e10])
 def test_both_forms_certify_the_cvxpy_optimum(data, reference, warm_start, scale):
@@ -123,12 +133,7 @@ def test_a_dual_answer_that_fails_the_check_is_solved_again_in_primal_form(data,
 def test_the_check_rejects_a_dual_point_that_is_not_dual_feasible(data):
     """The verification is real: a multiplier pushed off its optimum (the equality row's, by
     10 %) leaves a reduced cost on a free coefficient, and the answer is refused."""
-    X, y = data
-    rows, bounds = _constraints(1.0)
-    cc = LAD(X, y, quantile=TAU, constraints=rows, bounds=bounds).coef_constraints
-    SXa = np.column_stack([X, np.ones(4000)]).reshape(400, 10, 6).sum(axis=1)
-    SY = y.reshape(400, 10).sum(axis=1)
-    lp = ConstrainedDualLP(SXa, SY, (-2 * (1 - TAU), 2 * TAU), cc)
+    lp, SXa, SY, cc = _aggregated(data)
     good = lp.solve()
     assert good.bound == pytest.approx(
         ConstrainedLadLP(SXa, SY, (-2 * (1 - TAU), 2 * TAU), cc).solve().bound, rel=1e-9)
@@ -138,3 +143,16 @@ def test_the_check_rejects_a_dual_point_that_is_not_dual_feasible(data):
     assert eq.shape == (1,) and abs(values[eq[0]]) > 1e-3  # the equality binds
     values[eq[0]] *= 1.1
     assert lp._verified(values, theta, "perturbed") is None
+
+
+def test_a_theta_off_the_constraints_is_refused(data):
+    """HiGHS's row duals satisfy the constraints only within its dual tolerance: a theta off the
+    equality row by 1e-8 (well inside the KKT check's 1e-6) is refused, so that no iterate
+    that E_best might keep violates the constraints."""
+    lp = _aggregated(data)[0]
+    assert lp.solve().bound is not None
+    sol = lp.highs.getSolution()
+    values, theta = np.array(sol.col_value), np.array(sol.row_dual)
+    assert lp._verified(values, theta, "as solved") is not None
+    theta[4] -= 1e-8  # beta_3 - beta_4 = 0.5 now off by 1e-8
+    assert lp._verified(values, theta, "moved") is None

@@ -139,6 +139,13 @@ def multiplier_columns(cc: CoefConstraints) -> tuple[np.ndarray, np.ndarray, np.
     return np.ascontiguousarray(A), cost, lower, row, sign
 
 
+THETA_TOL = 1e-10
+"""Largest relative violation of the (scaled) constraints that the dual form's theta, HiGHS's row
+duals, may have; beyond it the iteration is solved in primal form. Every iterate's theta may
+become E_best's, and the LAD strategy refuses a returned theta that violates the user's
+constraints by more than 1e-9."""
+
+
 class ConstrainedDualLP(AggregatedLadLP):
     """The constrained aggregated LP in dual form, kept in one HiGHS model between iterations
     (module docstring); the answer of each run verified on the primal form
@@ -189,7 +196,10 @@ class ConstrainedDualLP(AggregatedLadLP):
         return out
 
     def _verified(self, values: np.ndarray, theta: np.ndarray, raw: str) -> LpOutcome | None:
-        """The outcome of (theta, v, mu) when the primal form's check passes, else None."""
+        """The outcome of (theta, v, mu) when theta satisfies the constraints (within
+        :data:`THETA_TOL`) and the primal form's check passes, else None."""
+        if self.primal.cons.max_violation(theta) > THETA_TOL:
+            return None
         SXa, SY = self.primal.SXa, self.primal.SY
         v = values[self.col]
         y_cons = np.zeros(self.n_rows)
