@@ -20,6 +20,7 @@ fit would exceed --rehline-budget seconds (its time grows about tenfold per step
 reported is that of the last fit alone (the failed shorter fits are not added).
 
     python benchmarks/constrained.py [--quick] [--n N] [--repeats R] [--rehline-budget S]
+        [--full-time-limit S] [--only tracking,flights]
 """
 
 from __future__ import annotations
@@ -103,7 +104,9 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true")
     ap.add_argument("--n", type=int, default=None, help="rows of index tracking")
     ap.add_argument("--repeats", type=int, default=3, help="AID calls (the median is shown)")
-    ap.add_argument("--rehline-budget", type=float, default=600.0)
+    ap.add_argument("--rehline-budget", type=float, default=600.0, help="0: skip ReHLine")
+    ap.add_argument("--full-time-limit", type=float, default=None,
+                    help="seconds for the full solve (default: the toolkit's, 600 s)")
     ap.add_argument("--only", default="tracking,flights")
     args = ap.parse_args()
     n = args.n or (10**5 if args.quick else 10**6)
@@ -119,7 +122,8 @@ def main() -> None:
         prob = make()
         runs = [timed(prob.solve, "aid") for _ in range(args.repeats)]
         aid, t_aid = runs[-1][0], float(np.median([t for _, t in runs]))
-        full, t_full = timed(prob.solve)
+        limit = {} if args.full_time_limit is None else {"time_limit": args.full_time_limit}
+        full, t_full = timed(prob.solve, **limit)
         for label, res, t in ((f"aid (median of {args.repeats})", aid, t_aid),
                               ("full", full, t_full)):
             ratio = f"{t_full / t_aid:.1f}x" if label.startswith("aid") else ""
@@ -130,6 +134,8 @@ def main() -> None:
         notes.append(f"{name}: AID {aid.iterations} iterations, "
                      f"{aid.extra['n_clusters_final']:,} clusters, LP {aid.extra['lp_time']:.2f}"
                      f" s; AID times {', '.join(f'{t:.2f}' for _, t in runs)} s")
+        if args.rehline_budget <= 0:
+            continue
         for line in rehline_runs(prob, theta, aid.objective, args.rehline_budget):
             notes.append(f"{name}: ReHLine {line}")
             print(notes[-1], flush=True)

