@@ -243,7 +243,8 @@ AID_LAD = table(
            "(HiGHS, warm-started); 'auto' = ipm with init='pk', else simplex",
            choices=LAD_LP_SOLVERS),
     Option("warm_start", "bool", True,
-           "lp='simplex': keep the HiGHS model and basis between iterations"),
+           "lp='simplex' or constraints: keep the HiGHS model and basis between iterations "
+           "(with constraints, False solves the primal form cold each iteration)"),
     Option("sift", "bool", True,
            "lp='simplex' with warm_start: fix pure clusters at a bound so the simplex prices "
            "few columns (the interior point always sifts after its first solve)"),

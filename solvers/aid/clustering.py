@@ -37,6 +37,8 @@ the iterations it could save.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
 from solvers.aid.aggregation import compact_labels
@@ -223,17 +225,22 @@ def lad_clusters(
     seed: int = 0,
     sample_size: int = DEFAULT_SAMPLE_SIZE,
     quantile: float = 0.5,
+    fit: Callable[[np.ndarray], tuple[np.ndarray, float] | None] | None = None,
 ) -> np.ndarray:
     """Initial LAD clustering of about ``n_clusters`` clusters (see the module docstring), about
-    the fit of the quantile tau (``quantile``; 0.5 for LAD)."""
+    the fit of the quantile tau (``quantile``; 0.5 for LAD) on a subsample: ``fit(idx)`` when
+    given and not None (constrained AID's exact fit under the constraints), else
+    :func:`fit_lad_subsample`."""
     n = X.shape[0]
     if n_clusters >= n:
         return np.arange(n, dtype=np.int64)
     rng = np.random.default_rng(seed)
     if method == "pk":  # sizes itself by n and p (``n_clusters`` is not used)
         return pk_start(X, y, s, fit_intercept, quantile, rng)[0]
-    beta, b = fit_lad_subsample(X, y, s, fit_intercept=fit_intercept,
-                                idx=subsample(n, sample_size, rng), quantile=quantile)
+    idx = subsample(n, sample_size, rng)
+    given = None if fit is None else fit(idx)
+    beta, b = given if given is not None else fit_lad_subsample(
+        X, y, s, fit_intercept=fit_intercept, idx=idx, quantile=quantile)
     r = y - X @ beta - b if X.shape[1] else y - b
     if method == "kmeans":
         return kmeans_labels(np.column_stack([X, r]), n_clusters, rng, sample_size=sample_size)
