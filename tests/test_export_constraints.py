@@ -145,19 +145,13 @@ def test_a_ranged_constraint_needs_mps_or_two_rows(tmp_path):
                                               "'.[test]' installs it")
 @pytest.mark.parametrize("label, make, form, suffix, layout", ROUTES, ids=IDS)
 def test_scip_reads_the_constrained_model_at_the_full_solve_optimum(
-    tmp_path, full_optima, label, make, form, suffix, layout
+    tmp_path, scip_solve, full_optima, label, make, form, suffix, layout
 ):
     problem = make()
     out = write(problem, tmp_path / f"{label}{suffix}", form=form, mps_format=layout)
-    m = pyscipopt.Model()
-    m.hideOutput()
-    m.setParam("limits/time", 120.0)
-    m.setParam("numerics/feastol", 1e-9)
-    m.setParam("numerics/dualfeastol", 1e-9)
-    m.setParam("limits/gap", 1e-9)
-    m.readProblem(str(out.path))
-    names = {c.name for c in m.getConss()}
-    assert {n for n in out.row_names if n.startswith("coef")} <= names
-    m.optimize()
-    assert m.getStatus() == "optimal"
+    def has_the_rows(model):
+        names = {c.name for c in model.getConss()}
+        assert {n for n in out.row_names if n.startswith("coef")} <= names
+
+    m = scip_solve(out.path, on_read=has_the_rows)
     assert _rel(m.getObjVal(), full_optima[label]) <= 1e-7, (m.getObjVal(), full_optima[label])

@@ -106,24 +106,6 @@ def _highs_objective(path, free_parser: bool) -> tuple[float, list[str]]:
     return h.getInfo().objective_function_value, list(h.getLp().col_names_)
 
 
-def _scip_objective(path) -> tuple[float, list[str]]:
-    """Read with SCIP and solve with tolerances of 1e-9 (SCIP's defaults, 1e-6 feasibility and a
-    1e-4 gap, leave QP optima about 5e-8 relative from the true one): (objective, names of
-    SCIP's variables). SCIP solves a QP by spatial branch and bound, whose node count swings
-    with the data (ridge with alpha=2 on these points: 70,000 nodes, 20 s; alpha=0.5: 0.3 s),
-    so the instances are small and a time limit turns a stall into a failure, not a hang."""
-    m = pyscipopt.Model()
-    m.hideOutput()
-    m.setParam("limits/time", 120.0)
-    m.setParam("numerics/feastol", 1e-9)
-    m.setParam("numerics/dualfeastol", 1e-9)
-    m.setParam("limits/gap", 1e-9)
-    m.readProblem(str(path))
-    m.optimize()
-    assert m.getStatus() == "optimal"
-    return m.getObjVal(), [v.name for v in m.getVars()]
-
-
 # ---------------------------------------------------------------------------------- HiGHS
 
 HIGHS_ROUTES = [
@@ -226,10 +208,11 @@ def test_lp_squares_are_written_without_spaces_around_the_caret(tmp_path):
 @pytest.mark.parametrize("suffix, mps_format", LAYOUTS, ids=["mps-free", "mps-fixed", "lp"])
 @pytest.mark.parametrize("label, make, form", MODELS, ids=[m[0] for m in MODELS])
 def test_scip_reads_every_export_with_the_same_optimum(
-    tmp_path, label, make, form, suffix, mps_format
+    tmp_path, scip_solve, label, make, form, suffix, mps_format
 ):
     out, qp, ref = _export(tmp_path, label, make, form, suffix, mps_format)
-    value, names = _scip_objective(out.path)
+    m = scip_solve(out.path)
+    value, names = m.getObjVal(), [v.name for v in m.getVars()]
     n = len(out.col_names)
     # A QP objective gets one more variable, SCIP's own: qmatrixvar (MPS) or quadobjvar (LP).
     assert names[:n] == out.col_names
