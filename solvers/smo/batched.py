@@ -32,8 +32,9 @@ Outer step k:
 * Gradient: G += Q_:W (alpha_W^new - alpha_W^old) over all n rows (the nonzero changes only),
   plus h'(alpha_w^new) - h'(alpha_w^old) at w in W for KLR. The columns missing from the
   cache are computed, for the variables that moved only, in the same pass over X, in row
-  blocks of ROW_BLOCK rows on both cores (a block's rows of X, and then its rows of the new
-  columns, stay in the CPU cache while they are used: :func:`_fill_and_update`); the slot of
+  blocks of ROW_BLOCK rows (a block's rows of X, and then its rows of the new columns, stay
+  in the CPU cache while they are used: :func:`_fill_and_update`), on both cores when the
+  pass's work pays for a fork / join (kernel.hpp's PARALLEL_WORK, ~1 ms serial); the slot of
   a variable that did not move goes back to the cache. Measured at n = 5*10^4 (clouds, RBF):
   the SVM's kernel values 2.96e9 -> 2.63e9, KLR's the same (its every variable moves).
 * Stop when v <= tol (converged); when the pair steps taken reach ``max_iter`` (not
@@ -131,7 +132,8 @@ def _fill_and_update(kind: int, XT: np.ndarray, sqn: np.ndarray, gamma: float, c
                      nfill: int, Kc: np.ndarray, buf: np.ndarray | None, grad: np.ndarray,
                      gslots: np.ndarray, d: np.ndarray, nnz: int) -> None:
     """Kc[slots[k]] = Q_:cols[k] (all n rows) for k < nfill, and G += sum_k d[k] Kc[gslots[k]]
-    for k < nnz, in one pass over X in row blocks of ROW_BLOCK rows on all cores
+    for k < nnz, in one pass over X in row blocks of ROW_BLOCK rows on all cores (serially
+    below kernel.hpp's PARALLEL_WORK units of work)
     (Q_si = y_s y_i k(x_s, x_i); kind 0 linear, 1 rbf, 2 poly). G takes the entries as cached
     (rounded to float32 in a float32 cache). ``buf`` is unused (kept for the signature); Kc and
     grad are written in place (Kc float64 or float32, C-contiguous)."""

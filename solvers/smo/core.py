@@ -73,7 +73,10 @@ PARALLEL_FROM = 4096
 """Kernel columns of this many entries or more are computed on all threads (OpenMP, kernel.hpp;
 this copy must equal the compiled constant, which a test checks). Measured at n = 5*10^4
 (RBF, clouds, 65,656 SMO steps): 77.2 s serial, 71.9 s from 20,000 entries, 68.1 s from 4,096;
-a single column of 5*10^4 entries takes 0.48 ms instead of 0.83 ms on 2 cores."""
+a single column of 5*10^4 entries takes 0.48 ms instead of 0.83 ms on 2 cores. Since then a
+column also needs PARALLEL_WORK units of work (kernel.hpp: entries x (p + 8), 4x that gathered;
+2^23) to go parallel, against a fork / join per step on a loaded machine: at p = 10 the pairwise
+solver's columns stay serial below 4.6e5 rows."""
 FILL_BLOCK = 2048
 """Entries per parallel task of a column."""
 GATHER_COST = 2.5

@@ -101,12 +101,13 @@ static KernelData tile_of(const KernelData& kd, long lo, long m, std::vector<dou
   return kt;
 }
 
-// body(lo, m, tile) for the row blocks [lo, lo + m) of n rows (ROW_BLOCK each) on all threads,
-// with a scratch vector per thread. Blocks are independent: results do not depend on the threads.
+// body(lo, m, tile) for the row blocks [lo, lo + m) of n rows (ROW_BLOCK each) with a scratch
+// vector per thread: on all threads when the region's work (units of kernel.hpp's PARALLEL_WORK)
+// pays for it, else serially. Blocks are independent: results do not depend on the threads.
 template <class Body>
-static void for_row_blocks(long n, Body&& body) {
+static void for_row_blocks(long n, double work, Body&& body) {
   const long nb = (n + ROW_BLOCK - 1) / ROW_BLOCK;
-#pragma omp parallel if (nb > 1)
+#pragma omp parallel if (nb > 1 && worth_parallel(work))
   {
     std::vector<double> tile;
 #pragma omp for schedule(static)
@@ -126,7 +127,10 @@ static void fill_and_update(const KernelData& kd, const i64* cols, const i64* sl
                             long nnz) {
   std::vector<double> XW;
   columns_of(kd, cols, nfill, XW);
-  for_row_blocks(kd.n, [&](long lo, long m, std::vector<double>& tile) {
+  // per row: nfill kernel entries and nnz gradient terms
+  const double work = entries_work(static_cast<double>(kd.n) * nfill, kd.p, true) +
+                      static_cast<double>(kd.n) * nnz;
+  for_row_blocks(kd.n, work, [&](long lo, long m, std::vector<double>& tile) {
     if (nfill > 0) {
       const KernelData kt = tile_of(kd, lo, m, tile);
       for (long k = 0; k < nfill; ++k) {
@@ -365,7 +369,9 @@ static void rows_times(const KernelData& kr, const KernelData& kd, const i64* co
                        const double* coef, long ncols, double* out) {
   std::vector<double> XW;
   columns_of(kd, cols, ncols, XW);
-  for_row_blocks(kr.n, [&](long lo, long m, std::vector<double>& tile) {
+  const double work = entries_work(static_cast<double>(kr.n) * ncols, kd.p, true) +
+                      static_cast<double>(kr.n) * ncols;
+  for_row_blocks(kr.n, work, [&](long lo, long m, std::vector<double>& tile) {
     const KernelData kt = tile_of(kr, lo, m, tile);
     alignas(64) double col[ROW_BLOCK];
     for (long k = 0; k < ncols; ++k) {
@@ -660,7 +666,12 @@ i64 BatchedSolver<T>::free_of(bool use_cache, const std::vector<i64>& rows, doub
 template <class T>
 void BatchedSolver<T>::compact_cache(const std::vector<i64>& newpos, const std::vector<i64>& kpos) {
   const long m = static_cast<long>(kpos.size());
-#pragma omp parallel for schedule(static)
+  long kept = 0;  // columns copied, m entries each
+  for (long s = 0; s < n_slots; ++s) {
+    const i64 c = cache.col_in[s];
+    kept += (c >= 0 && newpos[c] >= 0) ? 1 : 0;
+  }
+#pragma omp parallel for schedule(static) if (worth_parallel(static_cast<double>(kept) * m))
   for (long s = 0; s < n_slots; ++s) {
     const i64 c = cache.col_in[s];
     if (c >= 0 && newpos[c] >= 0) {
@@ -1144,5 +1155,6 @@ NB_MODULE(_batched, m) {
   m.def("ranked", &ranked_py, "key"_a, "k"_a,
         "Indices of the (at most) k largest keys above -inf, largest first (ties by index).");
   m.attr("ROW_BLOCK") = ROW_BLOCK;
+  m.attr("PARALLEL_WORK") = PARALLEL_WORK;
   m.attr("GAP_EVERY") = GAP_EVERY;
 }

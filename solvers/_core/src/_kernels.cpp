@@ -127,8 +127,9 @@ void kernel_sums(int kind, const Mat& AT, const Vec& sqa, const Mat& B, const Ve
     double* o = out.data();
     nb::gil_scoped_release release;
     const long nblk = (m + FILL_BLOCK - 1) / FILL_BLOCK;
+    const double work = entries_work(static_cast<double>(m) * nb, ka.p, true);
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (nblk > 1)
+#pragma omp parallel for schedule(static) if (nblk > 1 && worth_parallel(work))
 #endif
     for (long b = 0; b < nblk; ++b)
         sums_block(ka, b * FILL_BLOCK, std::min(m, (b + 1) * FILL_BLOCK), Bp, nb, sqbp, wp, o);
@@ -181,8 +182,10 @@ void sums_from_gram(int kind, const Mat& G, const Vec& sqa, const Vec& sqb, cons
     double* o = out.data();
     nb::gil_scoped_release release;
     const long nblk = (rows + 63) / 64;
+    // per term the kernel's own work (the dot products are given): ENTRY_WORK units
+    const double work = entries_work(static_cast<double>(rows) * nt, 0, true);
 #ifdef _OPENMP
-#pragma omp parallel for schedule(static) if (nblk > 1)
+#pragma omp parallel for schedule(static) if (nblk > 1 && worth_parallel(work))
 #endif
     for (long b = 0; b < nblk; ++b) {
         std::vector<double> val(static_cast<size_t>(nt));
@@ -201,7 +204,8 @@ NpMat q_matrix(int kind, const Mat& XT, const Vec& sqn, double gamma, double coe
     {
         nb::gil_scoped_release release;
 #ifdef _OPENMP
-#pragma omp parallel for schedule(dynamic, 16) if (n * n >= PARALLEL_FROM)
+#pragma omp parallel for schedule(dynamic, 16) \
+    if (n * n >= PARALLEL_FROM && worth_parallel(entries_work(double(n) * n, kd.p, true)))
 #endif
         for (long i = 0; i < n; ++i) fill_range(kd, i, nullptr, 0, n, true, Q + i * n);
     }
@@ -214,6 +218,7 @@ NB_MODULE(_kernels, m) {
     m.doc() = "optmodels compiled core: kernel sums K(A, B) w and the full Q matrix";
     m.attr("FILL_BLOCK") = FILL_BLOCK;
     m.attr("PARALLEL_FROM") = PARALLEL_FROM;
+    m.attr("PARALLEL_WORK") = PARALLEL_WORK;
     m.def("fill_column", &fill_column<double>, "Q_si into out[s] (test entry of kernel.hpp).");
     m.def("fill_column", &fill_column<float>);
     m.def("q_matrix", &q_matrix, "The full n x n Q = [y_s y_i k(x_s, x_i)].");

@@ -682,6 +682,7 @@ NB_MODULE(_smo, m) {
   m.attr("STATUS_TIME_LIMIT") = STATUS_TIME_LIMIT;
   m.attr("TAU") = TAU;
   m.attr("PARALLEL_FROM") = PARALLEL_FROM;
+  m.attr("PARALLEL_WORK") = PARALLEL_WORK;
   m.attr("FILL_BLOCK") = FILL_BLOCK;
   m.attr("GATHER_COST") = GATHER_COST;
   m.attr("GAP_EVERY_PAIRS") = GAP_EVERY_PAIRS;
@@ -832,7 +833,8 @@ NB_MODULE(_smo, m) {
       nb::arg("degree"), nb::arg("y"), nb::arg("i"), nb::arg("idx"), nb::arg("contiguous"),
       nb::arg("parallel"), nb::arg("out"),
       "out[s] = y_s y_i k(x_s, x_i) for s in idx (rows 0..len(idx)-1 if contiguous); "
-      "parallel: in blocks from PARALLEL_FROM entries on, else serial.");
+      "parallel: in blocks from PARALLEL_FROM entries and PARALLEL_WORK units of work on, else "
+      "serial.");
   m.def(
       "exp_parts",
       [](CVec v, Vec out) {

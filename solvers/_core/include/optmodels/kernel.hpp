@@ -57,10 +57,48 @@ namespace optmodels {
 enum KernelKind : int { KIND_LINEAR = 0, KIND_RBF = 1, KIND_POLY = 2, KIND_MATRIX = 3 };
 
 // Columns of at least PARALLEL_FROM entries are cut into blocks of FILL_BLOCK entries computed on
-// all OpenMP threads (shorter ones stay serial: starting the threads costs more than it saves).
-// Values of solvers/smo/core.py, measured there.
+// all OpenMP threads (shorter ones stay serial: starting the threads costs more than it saves),
+// when their work reaches PARALLEL_WORK (below). Values of solvers/smo/core.py, measured there.
 constexpr long PARALLEL_FROM = 4096;
 constexpr long FILL_BLOCK = 2048;
+
+// When a parallel region pays. Work is counted in units of one multiply-add on one feature of a
+// row: a kernel entry costs p + ENTRY_WORK units (the dot product's p, and the exp's polynomial
+// and scaling, the norms, y y_i: about 8 more; measured, contiguous RBF columns took 0.12 ns x
+// (p + 8) per entry for p = 2, 10 and 50), an entry gathered by index GATHER_FACTOR times that
+// (measured 4-5x: the gathered loop does not vectorize as the contiguous one), a gradient entry
+// g += q d or a copied entry 1.
+//
+// Every region (`#pragma omp parallel ... if (work >= PARALLEL_WORK)`) costs a fork and a join,
+// ~5 us on two idle cores. On a machine with more runnable threads than cores (a CI runner, a
+// laptop running other work) the join waits at a barrier for a thread the OS has descheduled,
+// up to a time slice (milliseconds), while libgomp's default active wait spins against it (and
+// an idle worker spins between regions against the serial work). KEEL's banana (5,300 x 2)
+// computes a column of 5,300 RBF entries (~8-15 us of work) per pairwise SMO step: in two halves
+// it took 3.9 s against 0.17 s on one thread under such load, where LIBSVM, serial, took 0.3 s
+// (benchmarks/RESULTS.md, 2026-12-05). So a region goes parallel only from PARALLEL_WORK = 2^23
+// units, ~1 ms of serial work here: 200x an idle fork / join, so that on a quiet machine two
+// threads still save nearly half of it, and a time slice lost under load costs at most about
+// what the region saves. Measured (work of the candidate regions, uncertified runs at tol 1e-3):
+// banana's batched run has none above it (2^20 left 85 % of its work in 30 parallel regions, and
+// two threads took 3x one under load; 2^22, 32 % and 1.3x), so small problems run serially, as
+// LIBSVM; the batched loop's fused passes of clouds (p = 10) keep 89 % of the work parallel at
+// n = 10^4 and 97 % at 5*10^4 (99 % and 100 % at 2^20). Single columns (the pairwise solver, the
+// default up to 1,024 rows) are parallel only from 4.6e5 rows at p = 10 (1.2e5 gathered): at 5*10^4
+// their two-thread gain was 12 % on a quiet machine (solvers/smo/core.py), lost here.
+// The threshold decides only who computes: each block is computed the same way by any thread,
+// so the results do not depend on it (nor on the thread count).
+constexpr long PARALLEL_WORK = 1L << 23;
+constexpr long ENTRY_WORK = 8;
+constexpr long GATHER_FACTOR = 4;
+
+// Work of cnt kernel entries on p features (units as above).
+inline double entries_work(double cnt, long p, bool contiguous) {
+    return cnt * static_cast<double>(p + ENTRY_WORK) * (contiguous ? 1.0 : GATHER_FACTOR);
+}
+
+// Whether a region of this much work goes parallel.
+inline bool worth_parallel(double work) { return work >= static_cast<double>(PARALLEL_WORK); }
 
 namespace detail {
 constexpr double LOG2E = 1.4426950408889634;
@@ -286,13 +324,15 @@ void fill_range(const KernelData& kd, long i, const std::int64_t* idx, long lo, 
 }
 
 // out[s] = Q_si for s in idx[0..cnt) (s = 0..cnt-1 if contiguous): serial below PARALLEL_FROM
-// entries, else one OpenMP task per block of FILL_BLOCK entries (each entry is computed the
-// same way either way, so the result does not depend on the thread count).
+// entries or PARALLEL_WORK units of work, else one OpenMP task per block of FILL_BLOCK entries
+// (each entry is computed the same way either way, so the result does not depend on the thread
+// count).
 template <class T>
 void fill(const KernelData& kd, long i, const std::int64_t* idx, long cnt, bool contiguous,
           T* out) {
 #ifdef _OPENMP
-    if (cnt >= PARALLEL_FROM && kd.kind != KIND_MATRIX) {
+    if (cnt >= PARALLEL_FROM && kd.kind != KIND_MATRIX &&
+        worth_parallel(entries_work(static_cast<double>(cnt), kd.p, contiguous))) {
         const long nb = (cnt + FILL_BLOCK - 1) / FILL_BLOCK;
 #pragma omp parallel for schedule(static)
         for (long b = 0; b < nb; ++b)
