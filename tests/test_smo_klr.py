@@ -365,3 +365,27 @@ def test_default_tol_stops_on_the_certificate(n, lam, bound_tol):
     assert by_tol.extra["max_violation"] <= 1e-6
     assert tight.certified
     assert 0 <= auto.objective - tight.objective <= 1e-6 * auto.scale
+
+
+@pytest.mark.parametrize(("n", "working_set"), [(400, 2), (3000, None)])
+def test_gap_stop_waits_for_the_solution_rule_in_one_run(n, working_set):
+    """Where the solution rule (||w - w*|| within SOLUTION_TOL of ||w||) needs a smaller gap than
+    CERTIFICATE_TOL, the loops' gap stop waits for it (core.GAP_SOLUTION) instead of stopping at
+    the relative gap and running a second round: one run, certified, and w(alpha) within the
+    rule of an independent run to violation 1e-10 (pairwise SMO at n = 400, batched at 3000)."""
+    from solvers.result import CERTIFICATE_TOL, SOLUTION_TOL
+
+    X, y = clouds(n, p=3, seed=7)
+    K = RBF(X, X)
+    auto = smo_klr(X, y, C=1.0, kernel=RBF, working_set=working_set)
+    tight = smo_klr(X, y, C=1.0, kernel=RBF, tol=1e-10, working_set=working_set)
+    a, a_ref = auto.x * y, tight.x * y
+    w2_ref = float(a_ref @ K @ a_ref)
+    allowance = 0.5 * SOLUTION_TOL**2 * max(w2_ref, 1.0)  # q_max = 1 (RBF)
+    assert allowance < CERTIFICATE_TOL * auto.scale  # the solution rule binds here
+    rule = auto.extra["stopping_rule"]
+    assert rule["stopped_by"] == "gap" and rule["refinements"] == 0
+    assert auto.certified and tight.certified
+    assert auto.objective - auto.bound <= 0.5 * SOLUTION_TOL**2 * max(float(a @ K @ a), 1.0)
+    d2 = float((a - a_ref) @ K @ (a - a_ref))  # ||w - w_ref||^2
+    assert np.sqrt(d2) <= SOLUTION_TOL * np.sqrt(w2_ref)

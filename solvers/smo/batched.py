@@ -96,6 +96,7 @@ from solvers._core import _batched
 from solvers.progress import Progress
 from solvers.smo.core import (
     GAP_REL,
+    GAP_SOLUTION,
     STATUS_GAP,
     STATUS_INTERRUPTED,
     STATUS_ITERATION_LIMIT,
@@ -223,6 +224,7 @@ def solve_dual_batched(
     cache: object | None = None,
     gap_scale: float = 0.0,
     gap_rel: float = GAP_REL,
+    gap_wfloor: float = 0.0,
     progress: Progress | None = None,
     offset: int = 0,
     resume: bool = False,
@@ -246,7 +248,7 @@ def solve_dual_batched(
         Cap on one subproblem's pair steps (default 10 q).
     cache_mb : float
         Budget of the column cache (at least q columns are kept whatever the budget).
-    gap_scale, gap_rel : float
+    gap_scale, gap_rel, gap_wfloor : float
         As :func:`solvers.smo.core.solve_dual`'s (checked every GAP_EVERY outer steps).
     progress, offset :
         As :func:`solvers.smo.core.solve_dual`'s (the loop reports after an outer step).
@@ -293,6 +295,8 @@ def solve_dual_batched(
     st.shrink_every = SHRINK_EVERY if shrinking else 0
     st.min_drop, st.verbose = float(SHRINK_MIN_FRACTION), bool(verbose)
     st.gap_scale, st.gap_rel = (float(gap_scale) if ent else 0.0), float(gap_rel)
+    st.gap_sol = GAP_SOLUTION if gap_wfloor > 0.0 else 0.0
+    st.gap_wfloor = float(gap_wfloor)
     st.track = True
     st.resume = bool(resume)
     gbar = (cache.start(alpha, lo, up) if isinstance(cache, GbarCarry)

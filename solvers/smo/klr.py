@@ -31,8 +31,10 @@ Problem (docs/problems/klr.md; the paper's (22))::
 * ``tol=None`` (the default) stops on the certificate itself: the compiled loop evaluates the
   gap from its gradient (O(n), every 1,000 pair steps or 10 outer steps of the batched solver)
   at the midpoint b, and near the target again at b after a few Newton steps towards the best
-  b, and stops once it is within 0.9 CERTIFICATE_TOL of the gap scale; the certificate at the
-  best b (a gap no larger) then holds and ``stopping_rule['stopped_by']`` is "gap". Should the
+  b, and stops once it is within 0.9 CERTIFICATE_TOL of the gap scale and within 0.9 of what
+  the solution rule needs (core.GAP_SOLUTION: SOLUTION_TOL^2 max(alpha'Q alpha, 1 / max_i Q_ii)
+  / 2, from the same pass); the certificate at the best b (a gap no larger) then holds after one
+  run and ``stopping_rule['stopped_by']`` is "gap". Should the
   gap not get there first, the run stops at violation DEFAULT_TOL and refines as above. A
   float ``tol`` is the violation rule only. The gap falls much faster than the violation:
   two clouds (RBF gamma 0.1, C = 1, pilot start), n = 2*10^4: violation 1e-3 ends at a gap of
@@ -270,6 +272,9 @@ def solve_klr_problem(
     # recomputed in float64
     gap_scale = (klr_scale(lam, prob.C, prob.lower, prob.upper)
                  if tol_requested is None and not exact else 0.0)
+    # ... and waits for the solution rule as well (core.GAP_SOLUTION), so that one run certifies
+    q_max = float(np.max(prob.qmat.diag(), initial=0.0))
+    gap_wfloor = 1.0 / q_max if q_max > 0.0 else 0.0
 
     certs: list[Certificate] = []
 
@@ -281,7 +286,8 @@ def solve_klr_problem(
                                alpha0=a0, qa0=q0, tol=tol_, max_iter=budget,
                                shrinking=shrinking, cache_dtype=dtype, verbose=verbose,
                                cache=None if prev is None else prev.cache, working_set=q,
-                               gap_scale=gap_scale, gap_rel=gap_rel, progress=progress,
+                               gap_scale=gap_scale, gap_rel=gap_rel, gap_wfloor=gap_wfloor,
+                               progress=progress,
                                offset=sum(r.iterations for r in runs)))
         return runs[-1]
 

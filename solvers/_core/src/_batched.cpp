@@ -400,6 +400,8 @@ struct Settings {
   bool verbose = false;
   double gap_scale = 0.0;  // KLR: > 0 enables the gap stop
   double gap_rel = 0.0;
+  double gap_sol = 0.0;     // the stop's solution-rule share (dual_terms.hpp GapTarget; 0: none)
+  double gap_wfloor = 0.0;  // 1 / q_max (GapTarget)
   double report_every = 0.25;  // seconds between the progress report's calls (progress.hpp)
   bool track = false;          // keep f(alpha) up to date (the trace's objective, the reports)
   // The run resumes a converged one (a refinement round): the first shrinking check before the
@@ -905,7 +907,8 @@ Result BatchedSolver<T>::run() {
         gmax - gmin > S.tol) {
       const KlrArrays ka{n, ya.data(), aa.data(), ba.data(), ga.data(), P.lin, la.data(),
                          ua.data(), ca.data()};
-      if (klr_gap_stop(ka, 0.5 * (gmax + gmin), S.gap_scale, S.gap_rel)) {
+      if (klr_gap_stop(ka, 0.5 * (gmax + gmin),
+                       GapTarget{S.gap_scale, S.gap_rel, S.gap_sol, S.gap_wfloor})) {
         res.status = STATUS_GAP;
         break;
       }
@@ -1147,6 +1150,8 @@ NB_MODULE(_batched, m) {
       .def_rw("verbose", &Settings::verbose)
       .def_rw("gap_scale", &Settings::gap_scale)
       .def_rw("gap_rel", &Settings::gap_rel)
+      .def_rw("gap_sol", &Settings::gap_sol)
+      .def_rw("gap_wfloor", &Settings::gap_wfloor)
       .def_rw("report_every", &Settings::report_every)
       .def_rw("track", &Settings::track)
       .def_rw("resume", &Settings::resume);

@@ -232,6 +232,8 @@ struct SolverOptions {
   bool verbose = false;
   double gap_scale = 0.0;  // > 0 (KLR): also stop on the gap estimate (klr_gap_stop)
   double gap_rel = 0.0;
+  double gap_sol = 0.0;     // the stop's solution-rule share (dual_terms.hpp GapTarget; 0: none)
+  double gap_wfloor = 0.0;  // 1 / q_max (GapTarget)
   double time_limit = 0.0;  // seconds, <= 0: none
   PyObject* report = nullptr;  // progress.hpp: Reporter's Python function, or None / null
   double report_every = 0.25;  // seconds between its calls
@@ -559,7 +561,8 @@ Outcome Solver<T>::run() {
 
     if (opt_.gap_scale > 0.0 && it >= gap_next && n_act_ == n_ && gmax - gmin > opt_.tol) {
       gap_next = it + gap_every;
-      if (klr_gap_stop(klr, 0.5 * (gmax + gmin), opt_.gap_scale, opt_.gap_rel)) {
+      if (klr_gap_stop(klr, 0.5 * (gmax + gmin),
+                       GapTarget{opt_.gap_scale, opt_.gap_rel, opt_.gap_sol, opt_.gap_wfloor})) {
         status = STATUS_GAP;
         break;
       }
@@ -744,7 +747,7 @@ NB_MODULE(_smo, m) {
          Vec alpha, Vec beta, Vec grad, Vec gbar, bool warm, double tol, int64_t max_iter,
          bool shrinking, bool verbose, IVec trace_it, Vec trace_v, Vec trace_t, Vec trace_f,
          double gap_scale, double gap_rel, double time_limit, nb::object report,
-         double report_every, bool track, bool resume) {
+         double report_every, bool track, bool resume, double gap_sol, double gap_wfloor) {
         const size_t n = y.shape(0);
         for (size_t len : {lo.shape(0), up.shape(0), lin.shape(0), cent.shape(0), qd.shape(0),
                            alpha.shape(0), beta.shape(0), grad.shape(0), gbar.shape(0)})
@@ -766,6 +769,8 @@ NB_MODULE(_smo, m) {
         opt.verbose = verbose;
         opt.gap_scale = gap_scale;
         opt.gap_rel = gap_rel;
+        opt.gap_sol = gap_sol;
+        opt.gap_wfloor = gap_wfloor;
         opt.time_limit = time_limit;
         opt.report = report.ptr();
         opt.report_every = report_every;
@@ -790,13 +795,15 @@ NB_MODULE(_smo, m) {
       nb::arg("shrinking"), nb::arg("verbose"), nb::arg("trace_it"), nb::arg("trace_v"),
       nb::arg("trace_t"), nb::arg("trace_f"), nb::arg("gap_scale"), nb::arg("gap_rel"),
       nb::arg("time_limit"), nb::arg("report").none(), nb::arg("report_every"),
-      nb::arg("track"), nb::arg("resume") = false,
+      nb::arg("track"), nb::arg("resume") = false, nb::arg("gap_sol") = 0.0,
+      nb::arg("gap_wfloor") = 0.0,
       "Run SMO in place on alpha, beta (= C - alpha), grad, gbar; returns (iterations, status, "
       "reconstructions, kernel entries computed, the most negative kernel curvature "
       "K_ii + K_jj - 2 K_ij its scans met (+inf if none), f(alpha) tracked step by step (NaN "
       "unless track, verbose or report)). report(iteration, f, violation, active) is called "
       "about every report_every seconds (progress.hpp). resume: the run continues a converged one (a refinement "
-      "round): the first shrinking check before the first step, no early un-shrink.");
+      "round): the first shrinking check before the first step, no early un-shrink. gap_sol, "
+      "gap_wfloor: the gap stop also waits for the solution rule (dual_terms.hpp GapTarget).");
 
   m.def(
       "klr_gap",

@@ -76,6 +76,7 @@ struct KlrArrays {
 struct GapValue {
   double f;    // f(alpha)
   double gap;  // f(alpha) + P(w(alpha), b)
+  double w2;   // alpha' Q alpha = ||w(alpha)||^2
 };
 
 // (f(alpha), f(alpha) + P(w(alpha), b)) of the KLR dual from the loop's gradient, in O(n):
@@ -86,7 +87,7 @@ struct GapValue {
 // a* z_i - h_i(a*) at the clipped a*. Any b bounds the gap at the best b from above.
 // (solvers/smo/certificate.py certifies the result with numpy; a test holds the two equal.)
 inline GapValue klr_gap(const KlrArrays& d, double b) {
-  double f = 0.0, gap = 0.0;
+  double f = 0.0, gap = 0.0, w2 = 0.0;
   for (int64_t i = 0; i < d.n; ++i) {
     const double a = d.alpha[i], c = d.cent[i];
     const double h = entropy_value(a, d.beta[i], c);
@@ -103,8 +104,9 @@ inline GapValue klr_gap(const KlrArrays& d, double b) {
     }
     f += 0.5 * a * qa + h + d.lin[i] * a;
     gap += a * qa + h + d.lin[i] * a + loss;
+    w2 += a * qa;
   }
-  return {f, gap};
+  return {f, gap, w2};
 }
 
 // `steps` Newton steps on g(b) = sum_i y_i a*_i(t_i(b)) = 0, the best b's condition
@@ -134,25 +136,45 @@ inline double klr_b_newton(const KlrArrays& d, double b, int steps) {
   return b;
 }
 
-// gap <= gap_rel * min(gap_scale, max(|f|, |f - gap|)) (the certificate's scale rule,
-// solvers.result.objective_scale).
-inline bool gap_reached(double f, double gap, double gap_scale, double gap_rel) {
-  const double top = std::max(std::fabs(f), std::fabs(f - gap));
-  const double scale = top > 0.0 ? std::min(gap_scale, top) : gap_scale;
-  return gap <= gap_rel * scale;
+// The in-loop gap stop's target. The certificate (solvers/smo/certificate.py) holds when the
+// relative gap is within CERTIFICATE_TOL and the solution rule holds: ||w(alpha) - w*|| <=
+// sqrt(2 gap) is within SOLUTION_TOL of ||w(alpha)||, or sqrt(2 gap q_max) within it of 1,
+// i.e. gap <= SOLUTION_TOL^2 max(||w||^2, 1 / q_max) / 2 (Certificate.solution_allowance).
+//   scale: the natural scale P(0, 0) (> 0 enables the stop); rel: the relative target;
+//   sol: the share of max(w2, wfloor) the absolute gap may reach (0: no solution rule),
+//        GAP_STOP_SHARE SOLUTION_TOL^2 / 2 from Python; wfloor = 1 / q_max.
+struct GapTarget {
+  double scale = 0.0;
+  double rel = 0.0;
+  double sol = 0.0;
+  double wfloor = 0.0;
+};
+
+// gap <= rel * min(scale, max(|f|, |f - gap|)) (the certificate's scale rule,
+// solvers.result.objective_scale) times `within`, and, with t.sol > 0, gap <= within * sol *
+// max(w2, wfloor) (the solution rule); never asked below 1e-15 of the scale
+// (Certificate.gap_rel_target's floor).
+inline bool gap_reached(const GapValue& v, const GapTarget& t, double within = 1.0) {
+  const double top = std::max(std::fabs(v.f), std::fabs(v.f - v.gap));
+  const double scale = top > 0.0 ? std::min(t.scale, top) : t.scale;
+  double target = t.rel * scale;
+  if (t.sol > 0.0) target = std::max(std::min(target, t.sol * std::max(v.w2, t.wfloor)),
+                                     1e-15 * scale);
+  return v.gap <= within * target;
 }
 
-// Whether the KLR gap is within gap_rel (gap_reached): first at the midpoint b_mid of m_up,
+// Whether the KLR gap is within its target (gap_reached): first at the midpoint b_mid of m_up,
 // m_low (one pass); then, when that gap is within GAP_NEWTON_WITHIN times the target, at b
 // after GAP_NEWTON_STEPS Newton steps towards the best b (the midpoint's gap is larger).
-// gap_rel is passed in (core.GAP_REL in Python is its one definition).
-inline bool klr_gap_stop(const KlrArrays& d, double b_mid, double gap_scale, double gap_rel) {
+// The targets are passed in (core.GAP_REL and core.GAP_SOLUTION in Python are their one
+// definition).
+inline bool klr_gap_stop(const KlrArrays& d, double b_mid, const GapTarget& t) {
   GapValue v = klr_gap(d, b_mid);
-  if (gap_reached(v.f, v.gap, gap_scale, gap_rel)) return true;
-  if (!gap_reached(v.f, v.gap, gap_scale, GAP_NEWTON_WITHIN * gap_rel)) return false;
+  if (gap_reached(v, t)) return true;
+  if (!gap_reached(v, t, GAP_NEWTON_WITHIN)) return false;
   const double b = klr_b_newton(d, b_mid, GAP_NEWTON_STEPS);
   v = klr_gap(d, b);
-  return gap_reached(v.f, v.gap, gap_scale, gap_rel);
+  return gap_reached(v, t);
 }
 
 // ------------------------------------------------------------------ the pair step
